@@ -1,0 +1,46 @@
+# The README's two commands, `make demo` and `make test`, and a few helpers.
+# The build itself is Meson + Ninja; this file only wraps it.
+
+BUILD ?= build
+SAN ?= build-san
+PYTHON := /usr/bin/python3
+DPFLOW := $(BUILD)/tools/dpflow/dpflow
+
+SAN_OPTS := -Dbuildtype=debugoptimized -Db_sanitize=address,undefined \
+	-Db_lundef=false -Dc_args=-fno-sanitize-recover=all \
+	-Dnative=false -Dfuzz=true
+
+.PHONY: all deps build san test demo bench install format clean
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+build: deps
+	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD)
+	ninja -C $(BUILD)
+
+# Unit tests and tools under AddressSanitizer and UBSan, with clang so that
+# the libFuzzer targets build too.
+san: deps
+	@[ -f $(SAN)/build.ninja ] || CC=clang meson setup $(SAN) $(SAN_OPTS)
+	ninja -C $(SAN)
+
+test: build san
+	$(PYTHON) tests/run_all.py $(SAN)
+
+demo: build
+	sh scripts/demo.sh $(DPFLOW)
+
+bench: build
+	$(DPFLOW) bench parse
+
+install: build
+	meson install -C $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(SAN)

@@ -1,0 +1,30 @@
+/*
+ * In-memory benchmarks run by `dpflow bench WORKLOAD`. Each workload
+ * prints a table and one JSON line per result (see ../shared BENCH.md):
+ * {"workload":..,"target":"cpu","workers":1,"mpps":..,"cycles_per_pkt":..,
+ *  "gbps":..,"peer":..,"peer_mpps":..,"ratio":..}
+ */
+#ifndef DPFLOW_BENCH_H
+#define DPFLOW_BENCH_H
+
+#include <stdint.h>
+
+struct bench_result {
+	const char *workload;
+	const char *variant;
+	uint64_t pkts;
+	double seconds;
+	uint64_t tsc_cycles;
+	uint64_t bytes;
+	const char *peer; /* NULL: no in-process peer */
+	double peer_mpps;
+};
+
+/* `dpflow bench parse`: header parsing, plain and VXLAN 64-byte packets. */
+int bench_parse(int argc, char **argv);
+
+/* Print one result as a table row and a JSON line. */
+void bench_report(const struct bench_result *r);
+void bench_report_header(void);
+
+#endif /* DPFLOW_BENCH_H */

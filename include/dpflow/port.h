@@ -1,0 +1,121 @@
+/*
+ * Ports: where packets come from and go to.
+ *
+ * A port is opened from a URI naming its backend:
+ *   pcap:rx=in.pcap,tx=out.pcap   read pcap/pcapng, write pcap (ns stamps)
+ *   pcap:in.pcap                  the same as pcap:rx=in.pcap
+ *   ring:NAME[,size=N][,loop]     in-process rings, for tests and glue
+ * Backends sit behind an ops table (lib/io/port_internal.h); this generic
+ * layer validates arguments and dispatches. docs/ports.md has the details.
+ *
+ * Received packets are allocated from the pool given at open; ownership
+ * passes to the caller. tx_burst takes ownership of the packets it accepts
+ * (it frees them to their pool once written) and returns how many; the
+ * caller keeps the rest. A port's queue is used by one thread at a time.
+ */
+#ifndef DPFLOW_PORT_H
+#define DPFLOW_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dpflow/error.h"
+#include "dpflow/pool.h"
+#include "dpflow/ring.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct dpflow_port;
+
+/* Most ports open at once; ids are below this. */
+#define DPFLOW_PORT_MAX 1024
+
+struct dpflow_port_stats {
+	uint64_t rx_pkts;
+	uint64_t rx_bytes;    /* frame bytes delivered (data_len summed) */
+	uint64_t rx_nobuf;    /* pool empty: packet left unread or dropped */
+	uint64_t rx_oversize; /* larger than the data room: dropped */
+	uint64_t tx_pkts;
+	uint64_t tx_bytes;
+	uint64_t tx_errors;   /* backend refused or failed to write */
+	/* added by the pcap backend; 0 for ports that never see them */
+	uint64_t rx_truncated; /* captured short of the wire length: delivered
+				  with the captured bytes */
+	uint64_t rx_skipped;   /* link-layer protocol not convertible to
+				  Ethernet, or pseudo-header cut short */
+	uint64_t rx_errors;    /* input unreadable (file cut mid-record):
+				  input ends there */
+};
+
+/*
+ * Open the port described by @uri, receiving into @pool (may be NULL for a
+ * transmit-only port). NULL + @err (naming the URI key at fault) on error:
+ * field "kind" (unknown backend), "key" (unknown key), the key itself
+ * (missing or bad value, unopenable file), "pool" (receiving needs one).
+ * The port id is the lowest one free (0, 1, ... in order of opening).
+ * Control path.
+ */
+struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool,
+				     const char *uri,
+				     struct dpflow_error *err);
+
+/* Flush pending output and close. NULL ok. */
+void dpflow_port_close(struct dpflow_port *port);
+
+/*
+ * Receive up to @n (<= DPFLOW_BURST_MAX; larger is clamped) packets into
+ * @idx. Each packet's meta has data_off/data_len, port, queue and rx_ts_ns
+ * set; the headers are not parsed. Returns 0 when nothing is available now
+ * (or the port has no pool or no such queue); see dpflow_port_rx_done() for
+ * end of input.
+ */
+uint16_t dpflow_port_rx_burst(struct dpflow_port *port, uint16_t queue,
+			      uint32_t *idx, uint16_t n);
+
+/*
+ * Transmit up to @n packets of @pool. Returns how many were accepted (their
+ * ownership passes to the port). Timestamps written: tx_time_ns when set,
+ * else rx_ts_ns when set, else the current time.
+ */
+uint16_t dpflow_port_tx_burst(struct dpflow_port *port, uint16_t queue,
+			      struct dpflow_pool *pool, const uint32_t *idx,
+			      uint16_t n);
+
+/*
+ * True once a finite input (a pcap file) is exhausted, or the port has no
+ * input; a ring port never is.
+ */
+bool dpflow_port_rx_done(const struct dpflow_port *port);
+
+int dpflow_port_stats_get(const struct dpflow_port *port,
+			  struct dpflow_port_stats *stats);
+
+const char *dpflow_port_name(const struct dpflow_port *port);
+/* Backend name ("pcap", "ring"). */
+const char *dpflow_port_kind(const struct dpflow_port *port);
+/* Port id stamped into meta->port (order of opening, from 0). */
+uint16_t dpflow_port_id(const struct dpflow_port *port);
+
+/*
+ * The receive link type as libpcap reports it (pcap_datalink): 1 Ethernet,
+ * 113 SLL, 276 SLL2, 12 (or 14) raw IP (a file's LINKTYPE_RAW 101 reads
+ * as 12 on Linux), 228/229 raw IPv4/IPv6, 0 BSD loopback, 108 OpenBSD
+ * loopback; frames of the other link types are presented as Ethernet.
+ * -1 for non-pcap ports and transmit-only pcap ports.
+ */
+int dpflow_port_link_type(const struct dpflow_port *port);
+
+/*
+ * The rings behind a ring port (NULL for other kinds). With `loop` both
+ * calls return the same ring: what is transmitted is received.
+ */
+struct dpflow_ring *dpflow_port_ring_rx(struct dpflow_port *port);
+struct dpflow_ring *dpflow_port_ring_tx(struct dpflow_port *port);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPFLOW_PORT_H */

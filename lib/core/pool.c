@@ -1,0 +1,372 @@
+/*
+ * Packet pools (pool.h).
+ *
+ * The public struct dpflow_pool is the first member of struct pool, so the
+ * data path reads base/stride straight from the handle and the rest stays
+ * private. Free slots are indices in a multi-producer/multi-consumer ring
+ * sized to the next power of two >= n_slots, filled with every index at
+ * create; alloc and free are a ring dequeue and enqueue. No allocator call
+ * after create.
+ *
+ * The default provider maps anonymous memory: huge pages (MAP_HUGETLB)
+ * when the region is 2 MiB or more and some are reserved, else normal
+ * pages (with a transparent huge page hint). Either is zeroed by the kernel.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dpflow/log.h"
+#include "dpflow/pool.h"
+#include "dpflow/ring.h"
+
+#define POOL_NAME_MAX 32
+#define POOL_SLOTS_MAX (1u << 30) /* the largest free ring */
+#define POOL_DATA_ROOM_MIN 64
+#define POOL_PREFETCH_AHEAD 4
+#define HUGE_PAGE_SIZE (2u << 20)
+
+struct pool {
+	struct dpflow_pool pub; /* first: the handle callers hold */
+	struct dpflow_ring *free_ring;
+	size_t region_size;
+	struct dpflow_mem_provider provider;
+	/* Frees that found the free ring full: double frees (see check). */
+	atomic_uint free_overflow;
+	char name[POOL_NAME_MAX];
+};
+
+static inline struct pool *pool_priv(struct dpflow_pool *pool)
+{
+	return (struct pool *)pool;
+}
+
+static inline const struct pool *pool_cpriv(const struct dpflow_pool *pool)
+{
+	return (const struct pool *)pool;
+}
+
+/*
+ * Default provider. Both calls derive the mapping length from @size the
+ * same way: regions of 2 MiB or more are mapped in whole huge pages, even
+ * when falling back to normal pages, so that free need not know which.
+ */
+static size_t map_len(size_t size)
+{
+	if (size < HUGE_PAGE_SIZE)
+		return size;
+	return (size + HUGE_PAGE_SIZE - 1) & ~(size_t)(HUGE_PAGE_SIZE - 1);
+}
+
+static void *mmap_alloc(size_t size, size_t align, void *arg)
+{
+	size_t len = map_len(size);
+	void *p = MAP_FAILED;
+
+	(void)arg;
+	if (align > (size_t)sysconf(_SC_PAGESIZE))
+		return NULL;
+#ifdef MAP_HUGETLB
+	if (len >= HUGE_PAGE_SIZE) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (p != MAP_FAILED)
+			DPFLOW_LOG_DEBUG("pool", "%zu bytes on huge pages",
+					 len);
+	}
+#endif
+	if (p == MAP_FAILED) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+#ifdef MADV_HUGEPAGE
+		if (len >= HUGE_PAGE_SIZE)
+			madvise(p, len, MADV_HUGEPAGE);
+#endif
+	}
+	return p;
+}
+
+static void mmap_free(void *p, size_t size, void *arg)
+{
+	(void)arg;
+	munmap(p, map_len(size));
+}
+
+static const struct dpflow_mem_provider default_provider = {
+	.name = "mmap",
+	.alloc = mmap_alloc,
+	.free = mmap_free,
+	.arg = NULL,
+};
+
+static int check_params(const struct dpflow_pool_params *p,
+			struct dpflow_error *err)
+{
+	uint32_t headroom, data_room;
+
+	if (!p)
+		return dpflow_error_set(err, EINVAL, "params",
+					"pool params are NULL");
+	if (p->n_slots == 0 || p->n_slots > POOL_SLOTS_MAX)
+		return dpflow_error_set(err, EINVAL, "n_slots",
+					"pool n_slots %u out of range 1..%u",
+					p->n_slots, POOL_SLOTS_MAX);
+	headroom = p->headroom ? p->headroom : DPFLOW_POOL_HEADROOM_DEFAULT;
+	data_room = p->data_room ? p->data_room : DPFLOW_POOL_DATA_ROOM_DEFAULT;
+	if (data_room < POOL_DATA_ROOM_MIN)
+		return dpflow_error_set(err, EINVAL, "data_room",
+					"pool data_room %u below minimum %u",
+					data_room, POOL_DATA_ROOM_MIN);
+	/* data_off + data_len must stay within 16 bits. */
+	if (headroom + data_room > UINT16_MAX)
+		return dpflow_error_set(
+			err, EINVAL, "data_room",
+			"pool headroom %u + data_room %u exceeds %u", headroom,
+			data_room, UINT16_MAX);
+	if (p->provider && (!p->provider->alloc || !p->provider->free))
+		return dpflow_error_set(err, EINVAL, "provider",
+					"pool provider '%s' lacks %s",
+					p->provider->name ? p->provider->name
+							  : "(unnamed)",
+					p->provider->alloc ? "free" : "alloc");
+	return 0;
+}
+
+static uint32_t ring_size_for(uint32_t n)
+{
+	uint32_t size = 2;
+
+	while (size < n)
+		size <<= 1;
+	return size;
+}
+
+static int fill_free_ring(struct pool *pp)
+{
+	uint32_t chunk[DPFLOW_BURST_MAX];
+	uint32_t i = 0;
+
+	while (i < pp->pub.n_slots) {
+		unsigned n = 0;
+
+		while (n < DPFLOW_BURST_MAX && i < pp->pub.n_slots)
+			chunk[n++] = i++;
+		if (dpflow_ring_enqueue_bulk(pp->free_ring, chunk, n) != n)
+			return -ENOSPC;
+	}
+	return 0;
+}
+
+struct dpflow_pool *dpflow_pool_create(const struct dpflow_pool_params *p,
+				       struct dpflow_error *err)
+{
+	struct pool *pp;
+	uint32_t slot_bytes;
+
+	if (check_params(p, err))
+		return NULL;
+
+	pp = calloc(1, sizeof(*pp));
+	if (!pp) {
+		dpflow_error_set(err, ENOMEM, NULL, "cannot allocate pool");
+		return NULL;
+	}
+	if (p->name)
+		strncpy(pp->name, p->name, sizeof(pp->name) - 1);
+	pp->provider = p->provider ? *p->provider : default_provider;
+	atomic_init(&pp->free_overflow, 0);
+
+	pp->pub.n_slots = p->n_slots;
+	pp->pub.headroom =
+		p->headroom ? p->headroom : DPFLOW_POOL_HEADROOM_DEFAULT;
+	pp->pub.data_room =
+		p->data_room ? p->data_room : DPFLOW_POOL_DATA_ROOM_DEFAULT;
+	slot_bytes = (uint32_t)sizeof(struct dpflow_pkt_meta) +
+		     pp->pub.headroom + pp->pub.data_room;
+	pp->pub.stride = (slot_bytes + DPFLOW_CACHE_LINE - 1) &
+			 ~(uint32_t)(DPFLOW_CACHE_LINE - 1);
+	pp->region_size = (size_t)pp->pub.n_slots * pp->pub.stride;
+
+	pp->free_ring = dpflow_ring_create(pp->name,
+					   ring_size_for(p->n_slots), 0, err);
+	if (!pp->free_ring)
+		goto err_ring;
+
+	pp->pub.base = pp->provider.alloc(pp->region_size, DPFLOW_CACHE_LINE,
+					  pp->provider.arg);
+	if (!pp->pub.base) {
+		dpflow_error_set(err, ENOMEM, "n_slots",
+				 "provider '%s' cannot supply %zu bytes for "
+				 "%u slots of %u",
+				 pp->provider.name ? pp->provider.name : "",
+				 pp->region_size, pp->pub.n_slots,
+				 pp->pub.stride);
+		goto err_region;
+	}
+	if ((uintptr_t)pp->pub.base % DPFLOW_CACHE_LINE) {
+		dpflow_error_set(err, EINVAL, "provider",
+				 "provider '%s' returned %p, not aligned to %d",
+				 pp->provider.name ? pp->provider.name : "",
+				 (void *)pp->pub.base, DPFLOW_CACHE_LINE);
+		goto err_fill;
+	}
+	if (fill_free_ring(pp)) {
+		dpflow_error_set(err, ENOSPC, "n_slots",
+				 "free ring cannot hold %u slots",
+				 pp->pub.n_slots);
+		goto err_fill;
+	}
+	DPFLOW_LOG_DEBUG("pool", "%s: %u slots of %u bytes, %zu bytes from %s",
+			 pp->name, pp->pub.n_slots, pp->pub.stride,
+			 pp->region_size,
+			 pp->provider.name ? pp->provider.name : "provider");
+	return &pp->pub;
+
+err_fill:
+	pp->provider.free(pp->pub.base, pp->region_size, pp->provider.arg);
+err_region:
+	dpflow_ring_destroy(pp->free_ring);
+err_ring:
+	free(pp);
+	return NULL;
+}
+
+void dpflow_pool_destroy(struct dpflow_pool *pool)
+{
+	struct pool *pp;
+
+	if (!pool)
+		return;
+	pp = pool_priv(pool);
+	pp->provider.free(pool->base, pp->region_size, pp->provider.arg);
+	dpflow_ring_destroy(pp->free_ring);
+	free(pp);
+}
+
+/*
+ * Reset line 0 of each slot's metadata (buffer, tunnel and pipeline state,
+ * timestamps): everything pool.h lists is in it. The header lines are left
+ * for the parser, which defines them by their types.
+ */
+static void reset_meta(struct dpflow_pool *pool, const uint32_t *idx,
+		       unsigned n)
+{
+	const unsigned warm = n < POOL_PREFETCH_AHEAD ? n : POOL_PREFETCH_AHEAD;
+
+	for (unsigned i = 0; i < warm; i++)
+		__builtin_prefetch(dpflow_pool_meta(pool, idx[i]), 1, 3);
+	for (unsigned i = 0; i < n; i++) {
+		struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, idx[i]);
+
+		if (i + POOL_PREFETCH_AHEAD < n)
+			__builtin_prefetch(
+				dpflow_pool_meta(pool,
+						 idx[i + POOL_PREFETCH_AHEAD]),
+				1, 3);
+		memset(m, 0, offsetof(struct dpflow_pkt_meta, outer));
+		m->data_off = pool->headroom;
+	}
+}
+
+int dpflow_pool_alloc_bulk(struct dpflow_pool *pool, uint32_t *idx,
+			   unsigned n)
+{
+	if (n == 0)
+		return 0;
+	if (dpflow_ring_dequeue_bulk(pool_priv(pool)->free_ring, idx, n) != n)
+		return -ENOBUFS;
+	reset_meta(pool, idx, n);
+	return 0;
+}
+
+unsigned dpflow_pool_alloc_burst(struct dpflow_pool *pool, uint32_t *idx,
+				 unsigned n)
+{
+	n = dpflow_ring_dequeue_burst(pool_priv(pool)->free_ring, idx, n);
+	reset_meta(pool, idx, n);
+	return n;
+}
+
+void dpflow_pool_free_bulk(struct dpflow_pool *pool, const uint32_t *idx,
+			   unsigned n)
+{
+	struct pool *pp = pool_priv(pool);
+	unsigned done = dpflow_ring_enqueue_burst(pp->free_ring, idx, n);
+
+	/*
+	 * The ring holds every slot, so it can only be full if a slot was
+	 * freed twice. Those indices are lost; count them for the check.
+	 */
+	if (DPFLOW_UNLIKELY(done < n)) {
+		atomic_fetch_add_explicit(&pp->free_overflow, n - done,
+					  memory_order_relaxed);
+		DPFLOW_LOG_RL(DPFLOW_LOG_ERR, "pool", 5, 1000,
+			      "%s: free ring full, %u indices dropped "
+			      "(double free?)",
+			      pp->name, n - done);
+	}
+}
+
+unsigned dpflow_pool_avail(const struct dpflow_pool *pool)
+{
+	return dpflow_ring_count(pool_cpriv(pool)->free_ring);
+}
+
+const char *dpflow_pool_name(const struct dpflow_pool *pool)
+{
+	return pool_cpriv(pool)->name;
+}
+
+size_t dpflow_pool_region_size(const struct dpflow_pool *pool)
+{
+	return pool_cpriv(pool)->region_size;
+}
+
+int dpflow_pool_check(struct dpflow_pool *pool)
+{
+	struct pool *pp = pool_priv(pool);
+	const unsigned ring_cap = dpflow_ring_capacity(pp->free_ring);
+	uint32_t *all = NULL;
+	uint8_t *seen = NULL;
+	unsigned n, i;
+	int rc = 0;
+
+	all = malloc((size_t)ring_cap * sizeof(*all));
+	seen = calloc(pool->n_slots, 1);
+	if (!all || !seen) {
+		rc = -ENOMEM;
+		goto out;
+	}
+
+	n = dpflow_ring_dequeue_burst(pp->free_ring, all, ring_cap);
+	for (i = 0; i < n; i++) {
+		if (all[i] >= pool->n_slots) {
+			DPFLOW_LOG_ERR("pool", "%s: free index %u >= n_slots %u",
+				       pp->name, all[i], pool->n_slots);
+			rc = -EINVAL;
+		} else if (seen[all[i]]++) {
+			DPFLOW_LOG_ERR("pool", "%s: index %u free twice",
+				       pp->name, all[i]);
+			rc = -EINVAL;
+		}
+	}
+	/* Put everything back as it was, in the same order. */
+	dpflow_ring_enqueue_bulk(pp->free_ring, all, n);
+
+	if (atomic_load_explicit(&pp->free_overflow, memory_order_relaxed)) {
+		DPFLOW_LOG_ERR("pool", "%s: %u frees found the ring full",
+			       pp->name,
+			       atomic_load_explicit(&pp->free_overflow,
+						    memory_order_relaxed));
+		rc = -EINVAL;
+	}
+out:
+	free(seen);
+	free(all);
+	return rc;
+}

@@ -1,0 +1,290 @@
+/*
+ * Ports, the generic layer: parses the URI, validates every public call's
+ * arguments, assigns port ids and dispatches to the backend's ops table
+ * (port_internal.h). Backends are found by kind in one table below.
+ *
+ * Open and close run on control threads (ids are handed out under a lock);
+ * the data-path calls add only argument checks to the backend's work.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpflow/port.h"
+
+#include "io/port_internal.h"
+
+static const struct dpflow_port_ops *const backends[] = {
+	&dpflow_port_pcap_ops,
+	&dpflow_port_ring_ops,
+};
+
+/* Port ids: the lowest free one, so ids follow the order of opening. */
+static pthread_mutex_t id_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t id_used[DPFLOW_PORT_MAX / 64];
+
+static int id_take(void)
+{
+	int id = -1;
+
+	pthread_mutex_lock(&id_lock);
+	for (unsigned w = 0; w < DPFLOW_ARRAY_SIZE(id_used) && id < 0; w++) {
+		if (id_used[w] == UINT64_MAX)
+			continue;
+		unsigned b = (unsigned)__builtin_ctzll(~id_used[w]);
+		id_used[w] |= UINT64_C(1) << b;
+		id = (int)(w * 64 + b);
+	}
+	pthread_mutex_unlock(&id_lock);
+	return id;
+}
+
+static void id_put(uint16_t id)
+{
+	pthread_mutex_lock(&id_lock);
+	id_used[id / 64] &= ~(UINT64_C(1) << (id % 64));
+	pthread_mutex_unlock(&id_lock);
+}
+
+int port_arg_unknown(const struct port_args *args, const struct port_arg *a,
+		     struct dpflow_error *err)
+{
+	if (a->val)
+		return dpflow_error_set(err, EINVAL, "key",
+					"unknown key '%s' (value '%s') in '%s'",
+					a->key, a->val, args->uri);
+	return dpflow_error_set(err, EINVAL, "key", "unknown key '%s' in '%s'",
+				a->key, args->uri);
+}
+
+int port_arg_need_value(const struct port_args *args, const struct port_arg *a,
+			const char *field, struct dpflow_error *err)
+{
+	if (a->val && a->val[0])
+		return 0;
+	return dpflow_error_set(err, EINVAL, field,
+				"missing value: '%s' needs '%s=VALUE' in '%s'",
+				a->key, a->key, args->uri);
+}
+
+int port_arg_once(const struct port_args *args, const struct port_arg *a,
+		  const char *field, bool *seen, struct dpflow_error *err)
+{
+	if (!*seen) {
+		*seen = true;
+		return 0;
+	}
+	return dpflow_error_set(err, EINVAL, field,
+				"'%s' given twice (again as '%s') in '%s'",
+				field, a->val ? a->val : a->key, args->uri);
+}
+
+/*
+ * Split @buf ("kind:tok,tok,...", modified in place) into the kind and its
+ * arguments. No ':' means a kind with no arguments.
+ */
+static int parse_uri(char *buf, const char **kind, struct port_args *args,
+		     struct dpflow_error *err)
+{
+	char *rest = strchr(buf, ':');
+
+	*kind = buf;
+	args->n = 0;
+	if (rest)
+		*rest++ = '\0';
+	if (!buf[0])
+		return dpflow_error_set(err, EINVAL, "kind",
+					"missing port kind in '%s' (want "
+					"'kind:args', e.g. 'pcap:in.pcap')",
+					args->uri);
+	if (!rest || !rest[0])
+		return 0;
+	for (;;) {
+		char *comma = strchr(rest, ',');
+		if (comma)
+			*comma = '\0';
+		if (!rest[0])
+			return dpflow_error_set(err, EINVAL, "uri",
+						"empty argument in '%s'",
+						args->uri);
+		if (args->n == PORT_ARGS_MAX)
+			return dpflow_error_set(err, E2BIG, "uri",
+						"more than %d arguments in "
+						"'%s'",
+						PORT_ARGS_MAX, args->uri);
+		struct port_arg *a = &args->a[args->n++];
+		char *eq = strchr(rest, '=');
+		a->key = rest;
+		a->val = NULL;
+		if (eq) {
+			*eq = '\0';
+			a->val = eq + 1;
+		}
+		if (!comma)
+			return 0;
+		rest = comma + 1;
+	}
+}
+
+static const struct dpflow_port_ops *find_backend(const char *kind)
+{
+	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(backends); i++)
+		if (!strcmp(backends[i]->kind, kind))
+			return backends[i];
+	return NULL;
+}
+
+struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool,
+				     const char *uri, struct dpflow_error *err)
+{
+	struct port_args args;
+	const struct dpflow_port_ops *ops;
+	struct dpflow_port *port = NULL;
+	const char *kind;
+	size_t size;
+	char *buf;
+	int id;
+
+	dpflow_error_clear(err);
+	if (!uri) {
+		dpflow_error_set(err, EINVAL, "uri", "no URI given");
+		return NULL;
+	}
+	buf = strdup(uri);
+	if (!buf) {
+		dpflow_error_set(err, ENOMEM, "uri", "no memory for '%s'", uri);
+		return NULL;
+	}
+	args.uri = uri;
+	if (parse_uri(buf, &kind, &args, err) < 0)
+		goto err_buf;
+	ops = find_backend(kind);
+	if (!ops) {
+		dpflow_error_set(err, EINVAL, "kind",
+				 "unknown port kind '%s' in '%s' (known: pcap, "
+				 "ring)",
+				 kind, uri);
+		goto err_buf;
+	}
+	/* Backends may align members to a cache line: honour it. */
+	size = (ops->size + DPFLOW_CACHE_LINE - 1) & ~(size_t)(DPFLOW_CACHE_LINE - 1);
+	port = aligned_alloc(DPFLOW_CACHE_LINE, size);
+	if (port)
+		memset(port, 0, size);
+	if (!port || !(port->name = strdup(uri))) {
+		dpflow_error_set(err, ENOMEM, "uri", "no memory for '%s'", uri);
+		goto err_port;
+	}
+	id = id_take();
+	if (id < 0) {
+		dpflow_error_set(err, ENOSPC, "uri",
+				 "more than %d ports open, cannot open '%s'",
+				 DPFLOW_PORT_MAX, uri);
+		goto err_port;
+	}
+	port->ops = ops;
+	port->pool = pool;
+	port->id = (uint16_t)id;
+	port->n_rxq = 1;
+	port->n_txq = 1;
+	port->link_type = -1;
+	if (ops->open(port, &args, err) < 0)
+		goto err_id;
+	free(buf);
+	return port;
+
+err_id:
+	id_put(port->id);
+err_port:
+	if (port)
+		free(port->name);
+	free(port);
+err_buf:
+	free(buf);
+	return NULL;
+}
+
+void dpflow_port_close(struct dpflow_port *port)
+{
+	if (!port)
+		return;
+	port->ops->close(port);
+	id_put(port->id);
+	free(port->name);
+	free(port);
+}
+
+uint16_t dpflow_port_rx_burst(struct dpflow_port *port, uint16_t queue,
+			      uint32_t *idx, uint16_t n)
+{
+	if (DPFLOW_UNLIKELY(!port || !idx || !n || queue >= port->n_rxq ||
+			    !port->pool || !port->ops->rx_burst))
+		return 0;
+	if (DPFLOW_UNLIKELY(n > DPFLOW_BURST_MAX))
+		n = DPFLOW_BURST_MAX;
+	return port->ops->rx_burst(port, queue, idx, n);
+}
+
+uint16_t dpflow_port_tx_burst(struct dpflow_port *port, uint16_t queue,
+			      struct dpflow_pool *pool, const uint32_t *idx,
+			      uint16_t n)
+{
+	if (DPFLOW_UNLIKELY(!port || !pool || !idx || !n ||
+			    queue >= port->n_txq || !port->ops->tx_burst))
+		return 0;
+	if (DPFLOW_UNLIKELY(n > DPFLOW_BURST_MAX))
+		n = DPFLOW_BURST_MAX;
+	return port->ops->tx_burst(port, queue, pool, idx, n);
+}
+
+bool dpflow_port_rx_done(const struct dpflow_port *port)
+{
+	if (!port)
+		return true;
+	return port->ops->rx_done && port->ops->rx_done(port);
+}
+
+int dpflow_port_stats_get(const struct dpflow_port *port,
+			  struct dpflow_port_stats *stats)
+{
+	if (!port || !stats)
+		return -EINVAL;
+	memset(stats, 0, sizeof(*stats));
+	port->ops->stats(port, stats);
+	return 0;
+}
+
+const char *dpflow_port_name(const struct dpflow_port *port)
+{
+	return port ? port->name : NULL;
+}
+
+const char *dpflow_port_kind(const struct dpflow_port *port)
+{
+	return port ? port->ops->kind : NULL;
+}
+
+uint16_t dpflow_port_id(const struct dpflow_port *port)
+{
+	return port ? port->id : UINT16_MAX;
+}
+
+int dpflow_port_link_type(const struct dpflow_port *port)
+{
+	return port ? port->link_type : -1;
+}
+
+struct dpflow_ring *dpflow_port_ring_rx(struct dpflow_port *port)
+{
+	if (!port || !port->ops->ring)
+		return NULL;
+	return port->ops->ring(port, false);
+}
+
+struct dpflow_ring *dpflow_port_ring_tx(struct dpflow_port *port)
+{
+	if (!port || !port->ops->ring)
+		return NULL;
+	return port->ops->ring(port, true);
+}

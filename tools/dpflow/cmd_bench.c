@@ -1,0 +1,84 @@
+/*
+ * `dpflow bench WORKLOAD`: run an in-memory benchmark (code in bench/).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "dpflow/dpflow.h"
+
+#include "bench.h"
+#include "cmds.h"
+
+struct workload {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct workload workloads[] = {
+	{"parse", bench_parse, "header parser, plain and VXLAN 64-byte frames"},
+};
+
+void bench_report_header(void)
+{
+	printf("%-8s %-18s %-6s %10s %12s %10s %10s %10s\n", "workload",
+	       "variant", "target", "Mpps", "cycles/pkt", "Gbps", "peer",
+	       "ratio");
+}
+
+void bench_report(const struct bench_result *r)
+{
+	double mpps = (double)r->pkts / r->seconds / 1e6;
+	double cpp = (double)r->tsc_cycles / (double)r->pkts;
+	double gbps = (double)r->bytes * 8 / r->seconds / 1e9;
+	double ratio = r->peer ? mpps / r->peer_mpps : 0;
+
+	printf("%-8s %-18s %-6s %10.2f %12.2f %10.2f %10s %10s\n",
+	       r->workload, r->variant, "cpu", mpps, cpp, gbps,
+	       r->peer ? r->peer : "-", "-");
+	if (r->peer)
+		printf("%-8s %-18s %-6s %10.2f %12s %10s %10s %10.2f\n", "",
+		       r->peer, "cpu", r->peer_mpps, "", "", "", ratio);
+	printf("{\"workload\":\"%s\",\"variant\":\"%s\",\"target\":\"cpu\","
+	       "\"workers\":1,\"mpps\":%.3f,\"cycles_per_pkt\":%.2f,"
+	       "\"gbps\":%.3f,\"tsc_hz\":%lu,",
+	       r->workload, r->variant, mpps, cpp, gbps,
+	       (unsigned long)dpflow_tsc_hz());
+	if (r->peer)
+		printf("\"peer\":\"%s\",\"peer_mpps\":%.3f,\"ratio\":%.3f}\n",
+		       r->peer, r->peer_mpps, ratio);
+	else
+		printf("\"peer\":null,\"peer_mpps\":null,\"ratio\":null}\n");
+	fflush(stdout);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: dpflow bench WORKLOAD [OPTIONS]\n\nworkloads:\n");
+	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(workloads); i++)
+		fprintf(out, "  %-8s %s\n", workloads[i].name,
+			workloads[i].summary);
+	fprintf(out, "\n'dpflow bench WORKLOAD --help' lists its options.\n");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (dpflow_clock_init()) {
+		fprintf(stderr, "dpflow bench: cannot calibrate the clock\n");
+		return 1;
+	}
+	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(workloads); i++)
+		if (!strcmp(argv[1], workloads[i].name))
+			return workloads[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "dpflow bench: unknown workload '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

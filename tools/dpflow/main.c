@@ -1,0 +1,54 @@
+/*
+ * dpflow: the command-line front end. Dispatches to one subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "dpflow/dpflow.h"
+
+#include "cmds.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{"inspect", cmd_inspect, "print how the parser sees each packet (JSON lines)"},
+	{"gen", cmd_gen, "write test traffic to a pcap file"},
+	{"bench", cmd_bench, "run an in-memory benchmark"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: dpflow COMMAND [OPTIONS]\n\ncommands:\n");
+	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(commands); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name,
+			commands[i].summary);
+	fprintf(out, "  %-10s %s\n", "version", "print the version");
+	fprintf(out, "\n'dpflow COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("dpflow %s\n", DPFLOW_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "dpflow: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
