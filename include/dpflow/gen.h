@@ -35,6 +35,12 @@ struct dpflow_gen_l3 {
 	uint8_t frag;         /* enum dpflow_frag: build a fragment */
 	uint16_t frag_off;    /* in 8-byte units, for DPFLOW_FRAG_LATER */
 	uint16_t payload_len; /* L4 payload bytes (pattern filled) */
+	/* Extension (gen.md): values of fields the builder would otherwise
+	 * leave 0. */
+	uint32_t ip_id;       /* IPv4 identification (low 16 bits), IPv6
+				 fragment identification */
+	uint32_t tcp_seq, tcp_ack;
+	uint16_t icmp_id, icmp_seq; /* echo identifier and sequence */
 };
 
 struct dpflow_gen_spec {
@@ -49,11 +55,25 @@ struct dpflow_gen_spec {
 	bool inner_eth;   /* GENEVE/GRE: inner Ethernet (else inner IP) */
 	struct dpflow_gen_l3 outer;
 	struct dpflow_gen_l3 inner; /* when tun_type != NONE */
+	/* Extension (gen.md): */
+	uint8_t inner_src_mac[6], inner_dst_mac[6]; /* VXLAN, or inner_eth */
+	uint32_t gre_seqno; /* GRE sequence number, when gre_seq */
+	uint16_t frame_len; /* zero-pad the frame up to this length (Ethernet
+			       padding after the datagram); 0: no padding */
 };
 
 /*
  * Write the packet described by @spec into @buf (@cap bytes). Returns its
  * length, or 0 if it does not fit in @cap or the spec is invalid.
+ *
+ * Rules (docs/gen.md has the full list): a tunnel's outer header types are
+ * the builder's (UDP to 4789/6081 from outer.sport, GRE, IP protocol 4/41)
+ * and outer.l4_type is ignored; VXLAN always carries inner Ethernet. An
+ * IPv6 fragment (frag != NONE) gets a fragment header after the listed
+ * extension headers unless 44 is listed. A first fragment's L4 length and
+ * checksum cover the bytes it carries; a later fragment carries
+ * payload_len pattern bytes and no L4 header (nor the extension headers
+ * listed after 44). IPv4 ICMP and IPv6 ICMPv6 only.
  */
 uint32_t dpflow_gen_build(const struct dpflow_gen_spec *spec, uint8_t *buf,
 			  uint32_t cap);
@@ -72,6 +92,10 @@ struct dpflow_gen_profile {
 	uint8_t pct_ipv6_ext; /* share of IPv6 headers with ext headers */
 	uint64_t seed;
 	bool malformed;
+	/* Extension (gen.md): */
+	uint8_t pct_vlan; /* share of flows tagged when vlan is set (100) */
+	uint8_t pct_qinq; /* share of tagged flows also given the outer
+			     802.1ad tag when qinq is set (100) */
 };
 
 /*
@@ -84,10 +108,12 @@ int dpflow_gen_profile_init(struct dpflow_gen_profile *p, const char *name,
 
 /*
  * Set one profile key from text, as `dpflow gen` options: count, flows,
- * size (N or "imix"), mix ("tcp:60,udp:30,icmp:10,sctp:0"), ipv6, vlan,
- * qinq, tunnel ("vxlan:25,geneve:25,gre:25,ipip:25"), frag, ipv4-opt,
- * ipv6-ext, seed, malformed ("0"/"1"). Returns 0 or -EINVAL with @err
- * naming the key and value.
+ * size (N or "imix"), mix ("tcp:60,udp:30,icmp:10,sctp:0"), ipv6, vlan
+ * and qinq ("ID" or "ID:PCT", PCT the share of flows tagged), tunnel
+ * ("vxlan:25,geneve:25,gre:25,ipip:25"), frag, ipv4-opt, ipv6-ext, seed,
+ * malformed ("0"/"1"). Returns 0 or -EINVAL with @err naming the key and
+ * value. Checks that span keys (qinq needs vlan) are made by
+ * dpflow_gen_create().
  */
 int dpflow_gen_profile_set(struct dpflow_gen_profile *p, const char *key,
 			   const char *value, struct dpflow_error *err);
@@ -103,6 +129,9 @@ struct dpflow_gen_info {
 	uint32_t flow;      /* flow number, 0..flows-1 */
 	int expect_drop;    /* DPFLOW_DROP_* the parser must give; -1: any */
 	const char *variant; /* malformed variant name, or "ok" */
+	/* Extension (gen.md): the spec the packet was built from (for a
+	 * malformed variant, the valid packet before its defect). */
+	struct dpflow_gen_spec spec;
 };
 
 /*

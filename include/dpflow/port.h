@@ -39,7 +39,7 @@ struct dpflow_port_stats {
 	uint64_t rx_oversize; /* larger than the data room: dropped */
 	uint64_t tx_pkts;
 	uint64_t tx_bytes;
-	uint64_t tx_errors;   /* backend refused or failed to write */
+	uint64_t tx_errors; /* backend refused or failed to write */
 	/* added by the pcap backend; 0 for ports that never see them */
 	uint64_t rx_truncated; /* captured short of the wire length: delivered
 				  with the captured bytes */
@@ -57,8 +57,7 @@ struct dpflow_port_stats {
  * The port id is the lowest one free (0, 1, ... in order of opening).
  * Control path.
  */
-struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool,
-				     const char *uri,
+struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool, const char *uri,
 				     struct dpflow_error *err);
 
 /* Flush pending output and close. NULL ok. */

@@ -23,8 +23,8 @@
 #error "dpflow's clock needs a compiler with 128-bit integers"
 #endif
 
-#define NS_PER_SEC 1000000000ull
-#define CALIBRATE_NS 20000000ull /* 20 ms */
+#define NS_PER_SEC	1000000000ull
+#define CALIBRATE_NS	20000000ull /* 20 ms */
 #define CALIBRATE_TRIES 5
 
 __extension__ typedef unsigned __int128 u128;
@@ -178,7 +178,7 @@ int dpflow_clock_init(void)
 static inline void ensure_init(void)
 {
 	if (DPFLOW_UNLIKELY(
-		    !atomic_load_explicit(&clock_ready, memory_order_acquire)))
+		!atomic_load_explicit(&clock_ready, memory_order_acquire)))
 		dpflow_clock_init();
 }
 
@@ -202,5 +202,7 @@ uint64_t dpflow_ns_to_tsc(uint64_t ns)
 
 uint64_t dpflow_clock_ns(void)
 {
-	return dpflow_tsc_to_ns(dpflow_tsc());
+	/* Calibrate first, or the first reading is 20 ms stale. */
+	ensure_init();
+	return conv_apply(&conv_to_ns, dpflow_tsc());
 }

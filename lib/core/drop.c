@@ -4,11 +4,9 @@
  */
 #include "dpflow/meta.h"
 
-static const char *const drop_names[] = {
 #define DROP_NAME_(name, str) [DPFLOW_DROP_##name] = str,
-	DPFLOW_FOREACH_DROP(DROP_NAME_)
+static const char *const drop_names[] = {DPFLOW_FOREACH_DROP(DROP_NAME_)};
 #undef DROP_NAME_
-};
 
 DPFLOW_STATIC_ASSERT(DPFLOW_ARRAY_SIZE(drop_names) == DPFLOW_DROP__COUNT,
 		     "one name per drop reason");

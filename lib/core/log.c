@@ -21,10 +21,10 @@
 #define LOG_MSG_MAX 1024
 
 static const char *const level_names[] = {
-	[DPFLOW_LOG_ERR] = "err",
-	[DPFLOW_LOG_WARN] = "warn",
-	[DPFLOW_LOG_INFO] = "info",
-	[DPFLOW_LOG_DEBUG] = "debug",
+    [DPFLOW_LOG_ERR] = "err",
+    [DPFLOW_LOG_WARN] = "warn",
+    [DPFLOW_LOG_INFO] = "info",
+    [DPFLOW_LOG_DEBUG] = "debug",
 };
 
 static atomic_int log_level = DPFLOW_LOG_INFO;
@@ -37,8 +37,7 @@ static void stderr_sink(enum dpflow_log_level level, const char *module,
 {
 	(void)arg;
 	/* One call, so stdio's stream lock keeps the line whole. */
-	fprintf(stderr, "dpflow[%s] %s: %s\n", level_names[level], module,
-		msg);
+	fprintf(stderr, "dpflow[%s] %s: %s\n", level_names[level], module, msg);
 }
 
 void dpflow_log_set_level(enum dpflow_log_level level)
@@ -51,7 +50,7 @@ void dpflow_log_set_level(enum dpflow_log_level level)
 enum dpflow_log_level dpflow_log_get_level(void)
 {
 	return (enum dpflow_log_level)atomic_load_explicit(
-		&log_level, memory_order_relaxed);
+	    &log_level, memory_order_relaxed);
 }
 
 int dpflow_log_level_parse(const char *name, enum dpflow_log_level *level)
@@ -109,12 +108,12 @@ void dpflow_log(enum dpflow_log_level level, const char *module,
  * Within a window, `emitted` only grows up to @burst (a CAS loop, so it
  * cannot wrap); every call beyond counts as suppressed.
  */
-bool dpflow_log_ratelimit_allow(struct dpflow_log_ratelimit *rl,
-				uint32_t burst, uint64_t interval_ns,
-				uint32_t *suppressed_out)
+bool dpflow_log_ratelimit_allow(struct dpflow_log_ratelimit *rl, uint32_t burst,
+				uint64_t interval_ns, uint32_t *suppressed_out)
 {
 	uint64_t now = dpflow_clock_mono_ns();
-	uint64_t start = __atomic_load_n(&rl->window_start_ns, __ATOMIC_RELAXED);
+	uint64_t start =
+	    __atomic_load_n(&rl->window_start_ns, __ATOMIC_RELAXED);
 	uint32_t emitted, sup = 0;
 
 	if (suppressed_out)
@@ -123,7 +122,13 @@ bool dpflow_log_ratelimit_allow(struct dpflow_log_ratelimit *rl,
 	if (start == 0 || now - start >= interval_ns) {
 		if (__atomic_compare_exchange_n(&rl->window_start_ns, &start,
 						now, false, __ATOMIC_RELAXED,
-						__ATOMIC_RELAXED)) {
+						__ATOMIC_RELAXED) &&
+		    start != 0) {
+			/*
+			 * The first window needs no reset (zeroed state), so
+			 * it is exact; a later one may let through a few
+			 * more than @burst if others count before the reset.
+			 */
 			sup = __atomic_exchange_n(&rl->suppressed, 0,
 						  __ATOMIC_RELAXED);
 			__atomic_store_n(&rl->emitted, 0, __ATOMIC_RELAXED);
@@ -139,10 +144,9 @@ bool dpflow_log_ratelimit_allow(struct dpflow_log_ratelimit *rl,
 					   __ATOMIC_RELAXED);
 			return false;
 		}
-	} while (!__atomic_compare_exchange_n(&rl->emitted, &emitted,
-					      emitted + 1, true,
-					      __ATOMIC_RELAXED,
-					      __ATOMIC_RELAXED));
+	} while (!__atomic_compare_exchange_n(
+	    &rl->emitted, &emitted, emitted + 1, true, __ATOMIC_RELAXED,
+	    __ATOMIC_RELAXED));
 	if (suppressed_out)
 		*suppressed_out = sup;
 	return true;

@@ -23,11 +23,11 @@
 #include "dpflow/pool.h"
 #include "dpflow/ring.h"
 
-#define POOL_NAME_MAX 32
-#define POOL_SLOTS_MAX (1u << 30) /* the largest free ring */
-#define POOL_DATA_ROOM_MIN 64
+#define POOL_NAME_MAX	    32
+#define POOL_SLOTS_MAX	    (1u << 30) /* the largest free ring */
+#define POOL_DATA_ROOM_MIN  64
 #define POOL_PREFETCH_AHEAD 4
-#define HUGE_PAGE_SIZE (2u << 20)
+#define HUGE_PAGE_SIZE	    (2u << 20)
 
 struct pool {
 	struct dpflow_pool pub; /* first: the handle callers hold */
@@ -98,10 +98,10 @@ static void mmap_free(void *p, size_t size, void *arg)
 }
 
 static const struct dpflow_mem_provider default_provider = {
-	.name = "mmap",
-	.alloc = mmap_alloc,
-	.free = mmap_free,
-	.arg = NULL,
+    .name = "mmap",
+    .alloc = mmap_alloc,
+    .free = mmap_free,
+    .arg = NULL,
 };
 
 static int check_params(const struct dpflow_pool_params *p,
@@ -125,15 +125,14 @@ static int check_params(const struct dpflow_pool_params *p,
 	/* data_off + data_len must stay within 16 bits. */
 	if (headroom + data_room > UINT16_MAX)
 		return dpflow_error_set(
-			err, EINVAL, "data_room",
-			"pool headroom %u + data_room %u exceeds %u", headroom,
-			data_room, UINT16_MAX);
+		    err, EINVAL, "data_room",
+		    "pool headroom %u + data_room %u exceeds %u", headroom,
+		    data_room, UINT16_MAX);
 	if (p->provider && (!p->provider->alloc || !p->provider->free))
-		return dpflow_error_set(err, EINVAL, "provider",
-					"pool provider '%s' lacks %s",
-					p->provider->name ? p->provider->name
-							  : "(unnamed)",
-					p->provider->alloc ? "free" : "alloc");
+		return dpflow_error_set(
+		    err, EINVAL, "provider", "pool provider '%s' lacks %s",
+		    p->provider->name ? p->provider->name : "(unnamed)",
+		    p->provider->alloc ? "free" : "alloc");
 	return 0;
 }
 
@@ -183,17 +182,17 @@ struct dpflow_pool *dpflow_pool_create(const struct dpflow_pool_params *p,
 
 	pp->pub.n_slots = p->n_slots;
 	pp->pub.headroom =
-		p->headroom ? p->headroom : DPFLOW_POOL_HEADROOM_DEFAULT;
+	    p->headroom ? p->headroom : DPFLOW_POOL_HEADROOM_DEFAULT;
 	pp->pub.data_room =
-		p->data_room ? p->data_room : DPFLOW_POOL_DATA_ROOM_DEFAULT;
+	    p->data_room ? p->data_room : DPFLOW_POOL_DATA_ROOM_DEFAULT;
 	slot_bytes = (uint32_t)sizeof(struct dpflow_pkt_meta) +
 		     pp->pub.headroom + pp->pub.data_room;
 	pp->pub.stride = (slot_bytes + DPFLOW_CACHE_LINE - 1) &
 			 ~(uint32_t)(DPFLOW_CACHE_LINE - 1);
 	pp->region_size = (size_t)pp->pub.n_slots * pp->pub.stride;
 
-	pp->free_ring = dpflow_ring_create(pp->name,
-					   ring_size_for(p->n_slots), 0, err);
+	pp->free_ring =
+	    dpflow_ring_create(pp->name, ring_size_for(p->n_slots), 0, err);
 	if (!pp->free_ring)
 		goto err_ring;
 
@@ -265,16 +264,15 @@ static void reset_meta(struct dpflow_pool *pool, const uint32_t *idx,
 
 		if (i + POOL_PREFETCH_AHEAD < n)
 			__builtin_prefetch(
-				dpflow_pool_meta(pool,
-						 idx[i + POOL_PREFETCH_AHEAD]),
-				1, 3);
+			    dpflow_pool_meta(pool,
+					     idx[i + POOL_PREFETCH_AHEAD]),
+			    1, 3);
 		memset(m, 0, offsetof(struct dpflow_pkt_meta, outer));
 		m->data_off = pool->headroom;
 	}
 }
 
-int dpflow_pool_alloc_bulk(struct dpflow_pool *pool, uint32_t *idx,
-			   unsigned n)
+int dpflow_pool_alloc_bulk(struct dpflow_pool *pool, uint32_t *idx, unsigned n)
 {
 	if (n == 0)
 		return 0;
@@ -346,7 +344,8 @@ int dpflow_pool_check(struct dpflow_pool *pool)
 	n = dpflow_ring_dequeue_burst(pp->free_ring, all, ring_cap);
 	for (i = 0; i < n; i++) {
 		if (all[i] >= pool->n_slots) {
-			DPFLOW_LOG_ERR("pool", "%s: free index %u >= n_slots %u",
+			DPFLOW_LOG_ERR("pool",
+				       "%s: free index %u >= n_slots %u",
 				       pp->name, all[i], pool->n_slots);
 			rc = -EINVAL;
 		} else if (seen[all[i]]++) {

@@ -63,8 +63,7 @@ static inline void cpu_pause(void)
 }
 
 struct dpflow_ring *dpflow_ring_create(const char *name, uint32_t size,
-				       unsigned flags,
-				       struct dpflow_error *err)
+				       unsigned flags, struct dpflow_error *err)
 {
 	struct dpflow_ring *r;
 	size_t bytes;
@@ -89,8 +88,8 @@ struct dpflow_ring *dpflow_ring_create(const char *name, uint32_t size,
 
 	/* aligned_alloc wants a size that is a multiple of the alignment. */
 	bytes = sizeof(*r) + (size_t)size * sizeof(r->slots[0]);
-	bytes = (bytes + DPFLOW_CACHE_LINE - 1) &
-		~(size_t)(DPFLOW_CACHE_LINE - 1);
+	bytes =
+	    (bytes + DPFLOW_CACHE_LINE - 1) & ~(size_t)(DPFLOW_CACHE_LINE - 1);
 	r = aligned_alloc(DPFLOW_CACHE_LINE, bytes);
 	if (!r) {
 		dpflow_error_set(err, ENOMEM, "size",
@@ -136,8 +135,8 @@ static inline unsigned prod_move_head(struct dpflow_ring *r, unsigned n,
 		/* Read our head before the consumer tail. */
 		atomic_thread_fence(memory_order_acquire);
 		/* Pairs with the consumers' release of cons.tail. */
-		cons_tail = atomic_load_explicit(&r->cons.tail,
-						 memory_order_acquire);
+		cons_tail =
+		    atomic_load_explicit(&r->cons.tail, memory_order_acquire);
 		free_entries = r->capacity + cons_tail - head;
 		if (n > free_entries)
 			n = b == MOVE_FIXED ? 0 : free_entries;
@@ -150,8 +149,8 @@ static inline unsigned prod_move_head(struct dpflow_ring *r, unsigned n,
 		} else {
 			/* On failure @head is reloaded and we retry. */
 			done = atomic_compare_exchange_weak_explicit(
-				&r->prod.head, &head, head + n,
-				memory_order_relaxed, memory_order_relaxed);
+			    &r->prod.head, &head, head + n,
+			    memory_order_relaxed, memory_order_relaxed);
 		}
 	} while (!done);
 	*old_head = head;
@@ -172,8 +171,8 @@ static inline unsigned cons_move_head(struct dpflow_ring *r, unsigned n,
 		n = max;
 		atomic_thread_fence(memory_order_acquire);
 		/* Pairs with the producers' release of prod.tail. */
-		prod_tail = atomic_load_explicit(&r->prod.tail,
-						 memory_order_acquire);
+		prod_tail =
+		    atomic_load_explicit(&r->prod.tail, memory_order_acquire);
 		entries = prod_tail - head;
 		if (n > entries)
 			n = b == MOVE_FIXED ? 0 : entries;
@@ -185,8 +184,8 @@ static inline unsigned cons_move_head(struct dpflow_ring *r, unsigned n,
 			done = true;
 		} else {
 			done = atomic_compare_exchange_weak_explicit(
-				&r->cons.head, &head, head + n,
-				memory_order_relaxed, memory_order_relaxed);
+			    &r->cons.head, &head, head + n,
+			    memory_order_relaxed, memory_order_relaxed);
 		}
 	} while (!done);
 	*old_head = head;
@@ -249,8 +248,8 @@ static inline unsigned enqueue(struct dpflow_ring *r, const uint32_t *obj,
 	return n;
 }
 
-static inline unsigned dequeue(struct dpflow_ring *r, uint32_t *obj,
-			       unsigned n, enum behaviour b)
+static inline unsigned dequeue(struct dpflow_ring *r, uint32_t *obj, unsigned n,
+			       enum behaviour b)
 {
 	uint32_t head;
 
@@ -294,9 +293,9 @@ unsigned dpflow_ring_count(const struct dpflow_ring *r)
 	 * the capacity if consumers moved in between; clamp.
 	 */
 	uint32_t cons_tail =
-		atomic_load_explicit(&r->cons.tail, memory_order_acquire);
+	    atomic_load_explicit(&r->cons.tail, memory_order_acquire);
 	uint32_t prod_tail =
-		atomic_load_explicit(&r->prod.tail, memory_order_acquire);
+	    atomic_load_explicit(&r->prod.tail, memory_order_acquire);
 	uint32_t count = prod_tail - cons_tail;
 
 	return count > r->capacity ? r->capacity : count;

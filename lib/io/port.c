@@ -16,13 +16,15 @@
 #include "io/port_internal.h"
 
 static const struct dpflow_port_ops *const backends[] = {
-	&dpflow_port_pcap_ops,
-	&dpflow_port_ring_ops,
+    &dpflow_port_pcap_ops,
+    &dpflow_port_ring_ops,
 };
 
 /* Port ids: the lowest free one, so ids follow the order of opening. */
 static pthread_mutex_t id_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t id_used[DPFLOW_PORT_MAX / 64];
+DPFLOW_STATIC_ASSERT(DPFLOW_PORT_MAX % 64 == 0 && DPFLOW_PORT_MAX <= 65536,
+		     "port ids fill whole bitmap words and a uint16_t");
 
 static int id_take(void)
 {
@@ -135,8 +137,8 @@ static const struct dpflow_port_ops *find_backend(const char *kind)
 	return NULL;
 }
 
-struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool,
-				     const char *uri, struct dpflow_error *err)
+struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool, const char *uri,
+				     struct dpflow_error *err)
 {
 	struct port_args args;
 	const struct dpflow_port_ops *ops;
@@ -168,7 +170,8 @@ struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool,
 		goto err_buf;
 	}
 	/* Backends may align members to a cache line: honour it. */
-	size = (ops->size + DPFLOW_CACHE_LINE - 1) & ~(size_t)(DPFLOW_CACHE_LINE - 1);
+	size = (ops->size + DPFLOW_CACHE_LINE - 1) &
+	       ~(size_t)(DPFLOW_CACHE_LINE - 1);
 	port = aligned_alloc(DPFLOW_CACHE_LINE, size);
 	if (port)
 		memset(port, 0, size);

@@ -56,16 +56,16 @@ struct port_args {
 struct dpflow_port {
 	const struct dpflow_port_ops *ops;
 	struct dpflow_pool *pool; /* receive pool; NULL for transmit-only */
-	uint16_t id;              /* stamped into meta->port */
-	uint16_t n_rxq;           /* receive queues (0: none) */
-	uint16_t n_txq;           /* transmit queues (0: none) */
-	int link_type;            /* pcap DLT of received frames, or -1 */
-	char *name;               /* the URI, copied */
+	uint16_t id;		  /* stamped into meta->port */
+	uint16_t n_rxq;		  /* receive queues (0: none) */
+	uint16_t n_txq;		  /* transmit queues (0: none) */
+	int link_type;		  /* pcap DLT of received frames, or -1 */
+	char *name;		  /* the URI, copied */
 };
 
 struct dpflow_port_ops {
 	const char *kind; /* URI scheme: "pcap", "ring" */
-	size_t size;      /* bytes of the backend's port structure */
+	size_t size;	  /* bytes of the backend's port structure */
 
 	/*
 	 * Construct @port (zeroed, common fields set, n_rxq = n_txq = 1,

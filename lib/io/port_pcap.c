@@ -41,14 +41,14 @@
 #endif
 
 /* LINKTYPE_ values some libpcap builds report as they are in the file. */
-#define LINKTYPE_RAW 101
+#define LINKTYPE_RAW  101
 #define LINKTYPE_LOOP 108
 
 /* Largest record written: libpcap's own maximum snapshot length. */
 #define TX_SNAPLEN 262144
 
-#define ETH_HLEN 14
-#define SLL_HLEN 16
+#define ETH_HLEN  14
+#define SLL_HLEN  16
 #define SLL2_HLEN 20
 #define LOOP_HLEN 4
 
@@ -80,7 +80,7 @@ struct port_pcap {
 	/* receive side: used by the receiving thread */
 	pcap_t *rx;
 	const struct pcap_pkthdr *pend_hdr; /* record read but not delivered */
-	const uint8_t *pend_data;           /* valid until the next read */
+	const uint8_t *pend_data;	    /* valid until the next read */
 	enum link_kind link;
 	bool rx_eof;
 	struct rx_ctrs rxc;
@@ -96,10 +96,10 @@ struct frame {
 	uint32_t pay_len;
 	const uint8_t *src; /* source MAC for the header, NULL: zero */
 	uint16_t ethertype; /* host order */
-	bool synth;         /* prepend a 14-byte Ethernet header */
+	bool synth;	    /* prepend a 14-byte Ethernet header */
 };
 
-static inline struct port_pcap *pcap_port(struct dpflow_port *port)
+static inline struct port_pcap *file_port(struct dpflow_port *port)
 {
 	return (struct port_pcap *)port;
 }
@@ -171,13 +171,14 @@ static bool frame_of(enum link_kind link, const uint8_t *p, uint32_t len,
 {
 	uint32_t af;
 
+	f->pay = p;
+	f->pay_len = len;
 	f->src = NULL;
+	f->ethertype = 0;
 	f->synth = true;
 	switch (link) {
 	case LINK_ETH:
 		f->synth = false;
-		f->pay = p;
-		f->pay_len = len;
 		return true;
 	case LINK_SLL:
 		if (len < SLL_HLEN)
@@ -201,8 +202,6 @@ static bool frame_of(enum link_kind link, const uint8_t *p, uint32_t len,
 		if (len < 1)
 			return false;
 		f->ethertype = ipver_ethertype(p[0]);
-		f->pay = p;
-		f->pay_len = len;
 		break;
 	case LINK_NULL:
 	case LINK_LOOP:
@@ -252,8 +251,8 @@ static void frame_store(struct port_pcap *pp, uint32_t i, const struct frame *f,
 	m->port = pp->up.id;
 	m->queue = queue;
 	/* Opened with nanosecond precision: tv_usec holds nanoseconds. */
-	m->rx_ts_ns = (uint64_t)h->ts.tv_sec * 1000000000u +
-		      (uint64_t)h->ts.tv_usec;
+	m->rx_ts_ns =
+	    (uint64_t)h->ts.tv_sec * 1000000000u + (uint64_t)h->ts.tv_usec;
 }
 
 /* Read the next record into pp->pend_*; false at the end of input. */
@@ -283,11 +282,14 @@ static bool read_next(struct port_pcap *pp, struct rx_ctrs *c)
  * File reads are one record at a time inside libpcap, so there is nothing
  * to prefetch or unroll: the loop is scalar. Slots are taken for the whole
  * burst up front and the unused ones given back, one pool call each way.
+ * At most @n records are skipped or dropped per call, so a long run of
+ * them costs several calls (returning 0, rx_done still false), not one
+ * unbounded one.
  */
-static uint16_t pcap_rx_burst(struct dpflow_port *port, uint16_t queue,
+static uint16_t file_rx_burst(struct dpflow_port *port, uint16_t queue,
 			      uint32_t *idx, uint16_t n)
 {
-	struct port_pcap *pp = pcap_port(port);
+	struct port_pcap *pp = file_port(port);
 	struct dpflow_pool *pool = port->pool;
 	struct rx_ctrs c = {0};
 	struct frame f;
@@ -297,12 +299,12 @@ static uint16_t pcap_rx_burst(struct dpflow_port *port, uint16_t queue,
 	if (pp->rx_eof)
 		return 0;
 	got = dpflow_pool_alloc_burst(pool, idx, n);
-	while (k < n) {
+	while (k < n && c.skipped + c.oversize < n) {
 		if (!pp->pend_hdr && !read_next(pp, &c))
 			break;
 		const struct pcap_pkthdr *h = pp->pend_hdr;
-		if (DPFLOW_UNLIKELY(!frame_of(pp->link, pp->pend_data,
-					      h->caplen, &f))) {
+		if (DPFLOW_UNLIKELY(
+			!frame_of(pp->link, pp->pend_data, h->caplen, &f))) {
 			c.skipped++;
 			pp->pend_hdr = NULL;
 			continue;
@@ -340,18 +342,19 @@ static uint16_t pcap_rx_burst(struct dpflow_port *port, uint16_t queue,
 	return k;
 }
 
-static uint16_t pcap_tx_burst(struct dpflow_port *port, uint16_t queue,
+static uint16_t file_tx_burst(struct dpflow_port *port, uint16_t queue,
 			      struct dpflow_pool *pool, const uint32_t *idx,
 			      uint16_t n)
 {
-	struct port_pcap *pp = pcap_port(port);
+	struct port_pcap *pp = file_port(port);
 	uint32_t room = (uint32_t)pool->headroom + pool->data_room;
 	uint64_t now = 0, bytes = 0, written = 0, bad = 0;
 	struct pcap_pkthdr h;
 
 	(void)queue;
 	for (uint16_t i = 0; i < n; i++) {
-		const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, idx[i]);
+		const struct dpflow_pkt_meta *m =
+		    dpflow_pool_meta(pool, idx[i]);
 		uint64_t ts = m->tx_time_ns ? m->tx_time_ns : m->rx_ts_ns;
 
 		if (DPFLOW_UNLIKELY((uint32_t)m->data_off + m->data_len >
@@ -390,14 +393,14 @@ static uint16_t pcap_tx_burst(struct dpflow_port *port, uint16_t queue,
 	return n;
 }
 
-static bool pcap_rx_done(const struct dpflow_port *port)
+static bool file_rx_done(const struct dpflow_port *port)
 {
 	const struct port_pcap *pp = (const struct port_pcap *)port;
 
 	return !pp->rx || pp->rx_eof;
 }
 
-static void pcap_stats(const struct dpflow_port *port,
+static void file_stats(const struct dpflow_port *port,
 		       struct dpflow_port_stats *s)
 {
 	const struct port_pcap *pp = (const struct port_pcap *)port;
@@ -422,7 +425,7 @@ static int open_rx(struct port_pcap *pp, const char *path,
 
 	errno = 0;
 	pp->rx = pcap_open_offline_with_tstamp_precision(
-		path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
+	    path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
 	if (!pp->rx)
 		return dpflow_error_set(err, errno ? errno : EINVAL, "rx",
 					"cannot read '%s': %s", path, errbuf);
@@ -447,7 +450,7 @@ static int open_tx(struct port_pcap *pp, const char *path,
 		   struct dpflow_error *err)
 {
 	pp->tx_dead = pcap_open_dead_with_tstamp_precision(
-		DLT_EN10MB, TX_SNAPLEN, PCAP_TSTAMP_PRECISION_NANO);
+	    DLT_EN10MB, TX_SNAPLEN, PCAP_TSTAMP_PRECISION_NANO);
 	if (!pp->tx_dead)
 		return dpflow_error_set(err, ENOMEM, "tx",
 					"cannot write '%s': no memory", path);
@@ -455,8 +458,8 @@ static int open_tx(struct port_pcap *pp, const char *path,
 	pp->tx = pcap_dump_open(pp->tx_dead, path);
 	if (!pp->tx) {
 		int code = errno ? errno : EIO;
-		dpflow_error_set(err, code, "tx", "cannot write '%s': %s",
-				 path, pcap_geterr(pp->tx_dead));
+		dpflow_error_set(err, code, "tx", "cannot write '%s': %s", path,
+				 pcap_geterr(pp->tx_dead));
 		pcap_close(pp->tx_dead);
 		pp->tx_dead = NULL;
 		return -code;
@@ -464,10 +467,10 @@ static int open_tx(struct port_pcap *pp, const char *path,
 	return 0;
 }
 
-static int pcap_open(struct dpflow_port *port, const struct port_args *args,
+static int file_open(struct dpflow_port *port, const struct port_args *args,
 		     struct dpflow_error *err)
 {
-	struct port_pcap *pp = pcap_port(port);
+	struct port_pcap *pp = file_port(port);
 	const char *rx = NULL, *tx = NULL;
 	bool seen_rx = false, seen_tx = false;
 	int rc;
@@ -521,9 +524,9 @@ err_rx:
 	return rc;
 }
 
-static void pcap_port_close(struct dpflow_port *port)
+static void file_close(struct dpflow_port *port)
 {
-	struct port_pcap *pp = pcap_port(port);
+	struct port_pcap *pp = file_port(port);
 
 	if (pp->tx) {
 		if (pcap_dump_flush(pp->tx) < 0 ||
@@ -539,13 +542,13 @@ static void pcap_port_close(struct dpflow_port *port)
 }
 
 const struct dpflow_port_ops dpflow_port_pcap_ops = {
-	.kind = "pcap",
-	.size = sizeof(struct port_pcap),
-	.open = pcap_open,
-	.rx_burst = pcap_rx_burst,
-	.tx_burst = pcap_tx_burst,
-	.rx_done = pcap_rx_done,
-	.stats = pcap_stats,
-	.ring = NULL,
-	.close = pcap_port_close,
+    .kind = "pcap",
+    .size = sizeof(struct port_pcap),
+    .open = file_open,
+    .rx_burst = file_rx_burst,
+    .tx_burst = file_tx_burst,
+    .rx_done = file_rx_done,
+    .stats = file_stats,
+    .ring = NULL,
+    .close = file_close,
 };

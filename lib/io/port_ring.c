@@ -33,7 +33,7 @@
 #include "io/port_internal.h"
 
 #define RING_SIZE_DEFAULT 1024
-#define RING_SIZE_MAX (1u << 30)
+#define RING_SIZE_MAX	  (1u << 30)
 
 /* Stamp this many packets ahead of the one being written. */
 #define PREFETCH_AHEAD 4
@@ -70,7 +70,7 @@ static uint16_t ring_rx_burst(struct dpflow_port *port, uint16_t queue,
 
 		if (i + PREFETCH_AHEAD < k)
 			DPFLOW_PREFETCH(
-				dpflow_pool_meta(pool, idx[i + PREFETCH_AHEAD]));
+			    dpflow_pool_meta(pool, idx[i + PREFETCH_AHEAD]));
 		m = dpflow_pool_meta(pool, idx[i]);
 		m->port = port->id;
 		m->queue = queue;
@@ -177,10 +177,10 @@ static int ring_open(struct dpflow_port *port, const struct port_args *args,
 		} else if (!strcmp(a->key, "loop")) {
 			if (a->val)
 				return dpflow_error_set(
-					err, EINVAL, "loop",
-					"'loop' takes no value (got '%s') in "
-					"'%s'",
-					a->val, args->uri);
+				    err, EINVAL, "loop",
+				    "'loop' takes no value (got '%s') in "
+				    "'%s'",
+				    a->val, args->uri);
 			if ((rc = port_arg_once(args, a, "loop", &seen_loop,
 						err)))
 				return rc;
@@ -233,13 +233,13 @@ static void ring_close(struct dpflow_port *port)
 }
 
 const struct dpflow_port_ops dpflow_port_ring_ops = {
-	.kind = "ring",
-	.size = sizeof(struct port_ring),
-	.open = ring_open,
-	.rx_burst = ring_rx_burst,
-	.tx_burst = ring_tx_burst,
-	.rx_done = NULL,
-	.stats = ring_stats,
-	.ring = ring_ring,
-	.close = ring_close,
+    .kind = "ring",
+    .size = sizeof(struct port_ring),
+    .open = ring_open,
+    .rx_burst = ring_rx_burst,
+    .tx_burst = ring_tx_burst,
+    .rx_done = NULL,
+    .stats = ring_stats,
+    .ring = ring_ring,
+    .close = ring_close,
 };

@@ -243,9 +243,12 @@ static void make_spec(unsigned k, struct dpflow_gen_spec *s)
 	}
 	if (s->tun_type != DPFLOW_TUN_NONE) {
 		if (s->tun_type == DPFLOW_TUN_VXLAN ||
-		    s->tun_type == DPFLOW_TUN_GENEVE)
+		    s->tun_type == DPFLOW_TUN_GENEVE) {
 			s->outer.l4_type = DPFLOW_L4_UDP;
-		else
+			s->outer.dport = s->tun_type == DPFLOW_TUN_VXLAN
+						 ? 4789
+						 : 6081;
+		} else
 			s->outer.l4_type = DPFLOW_L4_NONE;
 		base_l3(&s->inner, iv, l4s[(k + 1) % 3], k + 7);
 	}

@@ -15,10 +15,10 @@
 #include "dpflow/ring.h"
 
 static const unsigned all_flags[] = {
-	0,
-	DPFLOW_RING_F_SP_ENQ,
-	DPFLOW_RING_F_SC_DEQ,
-	DPFLOW_RING_F_SPSC,
+    0,
+    DPFLOW_RING_F_SP_ENQ,
+    DPFLOW_RING_F_SC_DEQ,
+    DPFLOW_RING_F_SPSC,
 };
 
 static struct dpflow_ring *ring_new(uint32_t size, unsigned flags)
@@ -65,19 +65,19 @@ Test(ring, bad_sizes_rejected)
 		uint32_t size;
 		const char *text;
 	} bad[] = {
-		{0, "0"},
-		{1, "1"},
-		{3, "3"},
-		{100, "100"},
-		{(1u << 30) + 1, "1073741825"},
-		{1u << 31, "2147483648"},
-		{UINT32_MAX, "4294967295"},
+	    {0, "0"},
+	    {1, "1"},
+	    {3, "3"},
+	    {100, "100"},
+	    {(1u << 30) + 1, "1073741825"},
+	    {1u << 31, "2147483648"},
+	    {UINT32_MAX, "4294967295"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct dpflow_error err = {0};
 		struct dpflow_ring *r =
-			dpflow_ring_create("bad", bad[i].size, 0, &err);
+		    dpflow_ring_create("bad", bad[i].size, 0, &err);
 
 		cr_assert_null(r, "size %u accepted", bad[i].size);
 		cr_assert_eq(err.code, EINVAL);
@@ -206,7 +206,7 @@ Test(ring, wrap_around)
 					     buf[i], next_out + i);
 			next_out += got;
 			cr_assert_eq(dpflow_ring_count(r) +
-					     dpflow_ring_free_count(r),
+					 dpflow_ring_free_count(r),
 				     16);
 		}
 		cr_assert_gt(next_out, 16 * 10, "wrapped only %u", next_out);
@@ -231,7 +231,14 @@ Test(ring, bulk_across_end)
 
 /* ---- threaded stress ---- */
 
-#define STRESS_N (1u << 20)
+/*
+ * 1M indices through a small ring in small, uneven moves: many reservations
+ * overlap, which is what catches a tail published out of order.
+ */
+#define STRESS_N      (1u << 20)
+#define STRESS_RING   64
+#define STRESS_BATCH  8
+#define STRESS_ROUNDS 3
 
 struct stress {
 	struct dpflow_ring *r;
@@ -253,11 +260,11 @@ static void *producer(void *arg)
 	struct stress *s = w->s;
 	const uint32_t per = STRESS_N / s->n_prod;
 	uint32_t next = w->id * per, end = next + per;
-	uint32_t buf[64];
+	uint32_t buf[STRESS_BATCH];
 	unsigned round = 0;
 
 	while (next < end) {
-		unsigned n = 1 + round++ % 48, sent;
+		unsigned n = 1 + round++ % STRESS_BATCH, sent;
 
 		if (n > end - next)
 			n = end - next;
@@ -278,16 +285,16 @@ static void *consumer(void *arg)
 	struct stress *s = w->s;
 	const uint32_t per = STRESS_N / s->n_prod;
 	uint32_t last[8];
-	uint32_t buf[64];
+	uint32_t buf[STRESS_BATCH];
 	unsigned round = 0;
 
 	for (unsigned p = 0; p < s->n_prod; p++)
 		last[p] = UINT32_MAX;
 	while (atomic_load(&s->consumed) < STRESS_N) {
-		unsigned want = 1 + round++ % 40;
+		unsigned want = 1 + round++ % STRESS_BATCH;
 		unsigned n = round & 1
-				     ? dpflow_ring_dequeue_burst(s->r, buf, want)
-				     : dpflow_ring_dequeue_bulk(s->r, buf, want);
+				 ? dpflow_ring_dequeue_burst(s->r, buf, want)
+				 : dpflow_ring_dequeue_bulk(s->r, buf, want);
 
 		if (n == 0) {
 			sched_yield();
@@ -318,7 +325,7 @@ static void run_stress(unsigned flags, unsigned n_prod, unsigned n_cons)
 	struct worker w[8];
 	unsigned t = 0, missing = 0;
 
-	s.r = ring_new(256, flags);
+	s.r = ring_new(STRESS_RING, flags);
 	s.seen = calloc(STRESS_N, sizeof(*s.seen));
 	cr_assert_not_null(s.seen);
 	atomic_init(&s.consumed, 0);
@@ -352,15 +359,18 @@ Test(ring, stress_spsc, .timeout = 60)
 
 Test(ring, stress_mpmc_2x2, .timeout = 60)
 {
-	run_stress(0, 2, 2);
+	for (int i = 0; i < STRESS_ROUNDS; i++)
+		run_stress(0, 2, 2);
 }
 
 Test(ring, stress_mpsc_2x1, .timeout = 60)
 {
-	run_stress(DPFLOW_RING_F_SC_DEQ, 2, 1);
+	for (int i = 0; i < STRESS_ROUNDS; i++)
+		run_stress(DPFLOW_RING_F_SC_DEQ, 2, 1);
 }
 
 Test(ring, stress_spmc_1x2, .timeout = 60)
 {
-	run_stress(DPFLOW_RING_F_SP_ENQ, 1, 2);
+	for (int i = 0; i < STRESS_ROUNDS; i++)
+		run_stress(DPFLOW_RING_F_SP_ENQ, 1, 2);
 }

@@ -1,0 +1,772 @@
+#!/usr/bin/python3
+"""Compare `dpflow inspect` with tshark, packet by packet and field by field.
+
+Usage: compare.py [--max N] [--verbose] DPFLOW FILE...
+
+For every packet of every FILE (pcap or pcapng), the expected `dpflow
+inspect` object is derived from tshark's dissection (PDML) by applying the
+rules of docs/inspect.md to tshark's field values and header offsets; every
+key (outer, inner and `drop`) is then compared with what dpflow printed. A
+packet that dpflow drops must also be one that tshark flags (malformed,
+short, unreassembled, or an error/warning expert item of the Malformed or
+Protocol group) whenever the drop reason is one tshark is expected to
+complain about (COMPLAINS below). docs/testing-parser.md explains the
+method and every tshark option used here.
+
+Prints one line per mismatch: packet index, field, dpflow value, tshark
+value. Exits 0 when every file matches, 1 otherwise.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+# Keys of an inspect object, in the order of docs/inspect.md.
+KEYS = ['len', 'link', 'l2', 'vlan', 'ethertype', 'l3', 'src', 'dst', 'proto',
+        'ttl', 'tos', 'frag', 'frag_kind', 'ipv6_ext', 'l4', 'sport', 'dport',
+        'icmp_type', 'icmp_code', 'tcp_flags', 'tun', 'vni', 'key', 'inner',
+        'drop']
+# Keys of the `inner` object ("the keys l2 to tcp_flags").
+INNER_KEYS = KEYS[KEYS.index('l2'):KEYS.index('tcp_flags') + 1]
+
+# Every drop reason the parser can give (docs/inspect.md, "Drop reasons").
+PARSER_DROPS = [
+    'eth_truncated', 'vlan_truncated', 'vlan_too_many_tags',
+    'ipv4_truncated', 'ipv4_bad_version', 'ipv4_bad_ihl',
+    'ipv4_bad_total_length', 'ipv6_truncated', 'ipv6_bad_version',
+    'ipv6_bad_payload_length', 'ipv6_ext_truncated', 'ipv6_ext_too_many',
+    'tcp_truncated', 'tcp_bad_data_offset', 'udp_truncated',
+    'udp_bad_length', 'icmp_truncated', 'sctp_truncated', 'vxlan_truncated',
+    'geneve_truncated', 'geneve_bad_version', 'gre_truncated',
+    'gre_bad_version', 'tunnel_unknown_payload',
+]
+
+# Drop reasons for which tshark itself reports a problem (checked: a packet
+# dpflow drops for one of these must carry a tshark complaint). The others
+# describe packets tshark dissects without complaint, so they are verified
+# from tshark's field values only (the expected reason is derived from them
+# like every other key):
+#   vlan_too_many_tags     tshark dissects any number of VLAN tags
+#   ipv6_ext_too_many      tshark walks any number of extension headers
+#   gre_bad_version        tshark dissects GRE version 1 (PPTP) silently;
+#                          the routing bit alone does not make it complain
+#   tunnel_unknown_payload tshark hands any GENEVE/GRE protocol type to its
+#                          ethertype table (ARP, MPLS... are fine for it)
+COMPLAINS = set(PARSER_DROPS) - {'vlan_too_many_tags', 'ipv6_ext_too_many',
+                                 'gre_bad_version', 'tunnel_unknown_payload'}
+
+# tshark encapsulation (frame.encap_type, WTAP_ENCAP_*) -> inspect `link`,
+# with the length of the link header that dpflow replaces by a 14-byte
+# Ethernet header.
+ENCAP = {
+    1: ('eth', 0),     # WTAP_ENCAP_ETHERNET
+    25: ('sll', 16),   # WTAP_ENCAP_SLL
+    210: ('sll2', 20),  # WTAP_ENCAP_SLL2
+    7: ('raw', 0),     # WTAP_ENCAP_RAW_IP (DLT_RAW, linktype 101)
+    15: ('null', 4),   # WTAP_ENCAP_NULL (BSD loopback, host-endian AF)
+    174: ('loop', 4),  # WTAP_ENCAP_LOOP (OpenBSD loopback, network order)
+}
+# BSD address families: AF_INET everywhere, AF_INET6 on NetBSD/OpenBSD
+# (24), FreeBSD (28) and macOS (30).
+AF_ETHERTYPE = {2: 0x0800, 24: 0x86dd, 28: 0x86dd, 30: 0x86dd}
+
+TUNNEL_PAYLOADS = (0x6558, 0x0800, 0x86dd)
+VXLAN_PORT = 4789
+GENEVE_PORT = 6081
+IPV6_EXT = {0: 'ipv6.hopopts', 43: 'ipv6.routing', 44: 'ipv6.fraghdr',
+            60: 'ipv6.dstopts'}
+IPV6_MAX_EXT = 8
+
+# ---------------------------------------------------------------------------
+# tshark
+
+# The only protocols tshark is allowed to dissect: those dpflow parses, the
+# link layers it reads, and tshark's own bookkeeping. Everything else is
+# disabled (their port registrations and heuristics with them), so tshark
+# can neither give a payload to another dissector nor guess at one.
+TSHARK_ENABLED = {
+    'frame', 'eth', 'ethertype', 'vlan', 'ieee8021ad', 'sll', 'null', 'raw',
+    'arp', 'ip', 'ipv6', 'ipv6.hopopts', 'ipv6.routing', 'ipv6.fraghdr',
+    'ipv6.dstopts', 'tcp', 'udp', 'icmp', 'icmpv6', 'sctp', 'gre', 'vxlan',
+    'geneve', 'data', '_ws.malformed', '_ws.expert', '_ws.short',
+    '_ws.unreassembled', '_ws.type_length', '_ws.number_string.decoding_error',
+    '_ws.string', '_ws.ftypes', '_ws.lua',
+}
+# Sub-protocols of enabled ones (option and routing-type decoders).
+TSHARK_ENABLED_PREFIXES = ('ip.options.', 'tcp.options.',
+                           'ipv6.routing.type.')
+
+# Port registrations of enabled protocols that are not dpflow's: GRE over
+# UDP (4754) and SCTP over UDP (9899) would take a VXLAN/GENEVE packet whose
+# source port is one of them (tshark tries the lower port first).
+TSHARK_DECODE_AS = """\
+decode_as_entry: udp.port,4754,gre,(none)
+decode_as_entry: udp.port,9899,sctp,(none)
+"""
+
+TSHARK_OPTS = [
+    '-n',                                  # no name resolution
+    '-o', 'ip.defragment:FALSE',           # each fragment on its own
+    '-o', 'ipv6.defragment:FALSE',
+    '-o', 'ip.tso_support:FALSE',          # total length 0 is an error,
+                                           # not "the rest of the frame"
+    '-o', 'ipv6.tso_support:FALSE',
+    '-o', 'tcp.desegment_tcp_streams:FALSE',
+    '-o', 'tcp.analyze_sequence_numbers:FALSE',  # no sequence experts
+    '-o', 'tcp.calculate_timestamps:FALSE',
+    '-o', 'udp.calculate_timestamps:FALSE',
+    '-o', 'sctp.reassembly:FALSE',
+    '-o', 'sctp.tsn_analysis:FALSE',
+    '-d', 'udp.port==%d,vxlan' % VXLAN_PORT,    # the defaults, made explicit
+    '-d', 'udp.port==%d,geneve' % GENEVE_PORT,
+]
+
+_tshark_cfg = None
+
+
+def tshark_config_dir():
+    """A private Wireshark configuration directory (WIRESHARK_CONFIG_DIR)
+    with every protocol outside TSHARK_ENABLED disabled, so that the user's
+    own profile cannot change the result either."""
+    global _tshark_cfg
+    if _tshark_cfg:
+        return _tshark_cfg
+    d = tempfile.mkdtemp(prefix='dpflow-tshark-cfg-')
+    env = dict(os.environ, WIRESHARK_CONFIG_DIR=d)
+    out = subprocess.run(['tshark', '-G', 'protocols'], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         universal_newlines=True, check=True).stdout
+    names = sorted({ln.split('\t')[2] for ln in out.splitlines()
+                    if ln.count('\t') >= 2})
+    missing = [n for n in TSHARK_ENABLED if n not in names]
+    if missing:
+        raise RuntimeError('tshark lacks protocols: %s' % ' '.join(missing))
+    with open(os.path.join(d, 'disabled_protos'), 'w') as f:
+        for n in names:
+            if n not in TSHARK_ENABLED and \
+                    not n.startswith(TSHARK_ENABLED_PREFIXES):
+                f.write(n + '\n')
+    with open(os.path.join(d, 'decode_as_entries'), 'w') as f:
+        f.write(TSHARK_DECODE_AS)
+    _tshark_cfg = d
+    return d
+
+
+def tshark_cleanup():
+    global _tshark_cfg
+    if _tshark_cfg:
+        shutil.rmtree(_tshark_cfg, ignore_errors=True)
+        _tshark_cfg = None
+
+
+def tshark_cmd(path):
+    return ['tshark'] + TSHARK_OPTS + ['-r', path, '-T', 'pdml']
+
+
+def tshark_env():
+    return dict(os.environ, WIRESHARK_CONFIG_DIR=tshark_config_dir(),
+                LC_ALL='C')
+
+
+class TField(object):
+    __slots__ = ('name', 'show', 'value', 'pos', 'size')
+
+    def __init__(self, el):
+        self.name = el.get('name')
+        self.show = el.get('show')
+        self.value = el.get('value')
+        self.pos = _int_attr(el.get('pos'))
+        self.size = _int_attr(el.get('size'))
+
+
+def _int_attr(s):
+    try:
+        return int(s)
+    except (TypeError, ValueError):
+        return None
+
+
+class Unverifiable(Exception):
+    """tshark's dissection lacks what the expected value must come from."""
+
+
+class TProto(object):
+    def __init__(self, el):
+        self.name = el.get('name')
+        self.pos = _int_attr(el.get('pos'))
+        self.size = _int_attr(el.get('size'))
+        self.fields = []
+        self._collect(el)
+
+    def _collect(self, el):
+        for c in el:
+            if c.tag == 'field':
+                self.fields.append(TField(c))
+                self._collect(c)
+
+    def field(self, name, pos=None):
+        for f in self.fields:
+            if f.name == name and (pos is None or f.pos == pos):
+                return f
+        return None
+
+    def int(self, name, pos=None):
+        f = self.field(name, pos)
+        if f is None or f.show is None:
+            raise Unverifiable('tshark gives no %s in %s at offset %s' %
+                               (name, self.name, self.pos))
+        try:
+            return int(f.show, 0)
+        except ValueError:
+            raise Unverifiable('tshark %s is %r, not a number' %
+                               (name, f.show))
+
+    def str(self, name):
+        f = self.field(name)
+        if f is None or f.show is None:
+            raise Unverifiable('tshark gives no %s in %s at offset %s' %
+                               (name, self.name, self.pos))
+        return f.show
+
+    def raw16(self, pos):
+        """The 16-bit field at frame offset @pos, from its bytes."""
+        for f in self.fields:
+            if f.pos == pos and f.size == 2 and f.value and \
+                    len(f.value) == 4:
+                return int(f.value, 16)
+        raise Unverifiable('tshark gives no 16-bit field at offset %d in %s'
+                           % (pos, self.name))
+
+
+EXPERT_RE = re.compile(r'Expert Info \(([^/]+)/([^)]+)\): (.*)')
+
+
+class TPacket(object):
+    def __init__(self, el):
+        self.protos = []
+        self.complaints = []
+        self.notes = []
+        self.encap = self.caplen = self.wirelen = None
+        self._walk(el, top=True)
+        if self.caplen is None:
+            raise Unverifiable('tshark gives no frame.cap_len')
+
+    def _walk(self, el, top):
+        for c in el:
+            if c.tag == 'proto':
+                name = c.get('name')
+                if name == 'frame':
+                    p = TProto(c)
+                    self.encap = p.int('frame.encap_type')
+                    self.caplen = p.int('frame.cap_len')
+                    self.wirelen = p.int('frame.len')
+                    continue
+                if name == 'geninfo':
+                    continue
+                if name in ('_ws.malformed', '_ws.short',
+                            '_ws.unreassembled'):
+                    self.complaints.append('%s at offset %s' %
+                                           (name, c.get('pos')))
+                self.protos.append(TProto(c))
+                self._walk(c, top=False)
+            elif c.tag == 'field':
+                if c.get('name') == '_ws.expert':
+                    m = EXPERT_RE.match(c.get('showname') or '')
+                    if m:
+                        sev, group, msg = m.groups()
+                        text = '%s/%s: %s' % (sev, group, msg)
+                        if sev in ('Error', 'Warning') and \
+                                group in ('Malformed', 'Protocol',
+                                          'Reassemble'):
+                            self.complaints.append(text)
+                        else:
+                            self.notes.append(text)
+                self._walk(c, top=False)
+
+    def get(self, names, pos):
+        if isinstance(names, str):
+            names = (names,)
+        for p in self.protos:
+            if p.pos == pos and p.name in names:
+                return p
+        raise Unverifiable('tshark has no %s header at offset %d' %
+                           ('/'.join(names), pos))
+
+
+def tshark_packets(path):
+    """Yield (TPacket or Unverifiable) for each packet of @path."""
+    proc = subprocess.Popen(tshark_cmd(path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=tshark_env())
+    try:
+        for _, el in ET.iterparse(proc.stdout):
+            if el.tag != 'packet':
+                continue
+            try:
+                yield TPacket(el)
+            except Unverifiable as e:
+                yield e
+            el.clear()
+    finally:
+        proc.stdout.close()
+        err = proc.stderr.read().decode('utf-8', 'replace')
+        proc.stderr.close()
+        rc = proc.wait()
+        if rc != 0:
+            raise RuntimeError('tshark exited %d on %s: %s' %
+                               (rc, path, err.strip()[-500:]))
+
+
+# ---------------------------------------------------------------------------
+# The expected inspect object, from tshark's fields and docs/inspect.md.
+
+class Drop(Exception):
+    def __init__(self, reason):
+        Exception.__init__(self, reason)
+        self.reason = reason
+
+
+def empty_hdr():
+    return {k: None for k in INNER_KEYS}
+
+
+class Model(object):
+    """Derive the inspect object of one packet from tshark's dissection.
+
+    Values are committed layer by layer (L2: l2/vlan/ethertype; L3: l3 to
+    ipv6_ext; L4: l4 to tcp_flags; tunnel: tun/vni/key, then `inner`), each
+    only once all its headers passed every check, so that when a check
+    fails the keys of that layer and of those after it stay null
+    (docs/inspect.md: "A layer's keys are filled only when its header
+    passed every check").
+    """
+
+    def __init__(self, tp):
+        self.tp = tp
+        self.out = {k: None for k in KEYS}
+
+    def run(self):
+        tp = self.tp
+        out = self.out
+        if tp.encap not in ENCAP:
+            raise Unverifiable('link type (tshark encapsulation %s) is not '
+                               'one dpflow reads' % tp.encap)
+        link, hlen = ENCAP[tp.encap]
+        out['link'] = link
+        out['len'] = tp.caplen - hlen + 14
+        outer = empty_hdr()
+        try:
+            self.frame(outer, link, hlen)
+        except Drop as d:
+            out['drop'] = d.reason
+        for k in INNER_KEYS:
+            out[k] = outer[k]
+        return out
+
+    # -- link and L2 --
+
+    def frame(self, h, link, hlen):
+        tp = self.tp
+        end = tp.caplen
+        if link == 'eth':
+            et, off = self.eth(h, 0, end)
+        else:
+            if end < hlen:
+                raise Unverifiable('frame shorter than its %s header' % link)
+            if link in ('sll', 'sll2'):
+                p = tp.get('sll', 0)
+                et = p.raw16(14 if link == 'sll' else 0)
+            elif link == 'raw':
+                p = tp.get(('ip', 'ipv6'), 0)
+                ver = p.int('ip.version') if p.name == 'ip' else \
+                    p.int('ipv6.version')
+                et = {4: 0x0800, 6: 0x86dd}.get(ver)
+                if et is None:
+                    raise Unverifiable('raw IP version %d' % ver)
+            else:
+                fam = tp.get('null', 0).int('null.family')
+                et = AF_ETHERTYPE.get(fam)
+                if et is None:
+                    raise Unverifiable('loopback address family %d' % fam)
+            et, off = self.tags(h, et, hlen, end)
+        self.l3(h, et, off, end, outer=True)
+
+    def eth(self, h, off, end):
+        if end - off < 14:
+            raise Drop('eth_truncated')
+        p = self.tp.get('eth', off)
+        et = p.raw16(off + 12)   # eth.type, or eth.len of an 802.3 frame
+        return self.tags(h, et, off + 14, end)
+
+    def tags(self, h, et, off, end):
+        vlans = []
+        while et in (0x8100, 0x88a8):
+            if len(vlans) == 2:
+                raise Drop('vlan_too_many_tags')
+            if end - off < 4:
+                raise Drop('vlan_truncated')
+            if et == 0x8100:
+                p = self.tp.get('vlan', off)
+                vid = p.int('vlan.id')
+            else:
+                p = self.tp.get('ieee8021ad', off)
+                vid = p.int('ieee8021ad.id')
+            vlans.append(vid)
+            et = p.raw16(off + 2)
+            off += 4
+        h['l2'] = 'eth'
+        h['vlan'] = vlans
+        h['ethertype'] = et
+        return et, off
+
+    # -- L3 --
+
+    def l3(self, h, et, off, end, outer):
+        if et == 0x0800:
+            r = self.ipv4(h, off, end)
+        elif et == 0x86dd:
+            r = self.ipv6(h, off, end)
+        else:
+            h['l3'] = 'other'
+            return
+        self.l4(h, *r, outer=outer)
+
+    def ipv4(self, h, off, end):
+        avail = end - off
+        if avail < 20:
+            raise Drop('ipv4_truncated')
+        p = self.tp.get('ip', off)
+        if p.int('ip.version') != 4:
+            raise Drop('ipv4_bad_version')
+        ihl = p.int('ip.hdr_len')            # bytes
+        if ihl < 20 or ihl > avail:
+            raise Drop('ipv4_bad_ihl')
+        tot = p.int('ip.len')
+        if tot < ihl or tot > avail:
+            raise Drop('ipv4_bad_total_length')
+        mf = p.int('ip.flags.mf')
+        fo = p.int('ip.frag_offset')
+        kind = 'later' if fo else ('first' if mf else None)
+        proto = p.int('ip.proto')
+        h.update(l3='ipv4', src=p.str('ip.src'), dst=p.str('ip.dst'),
+                 proto=proto, ttl=p.int('ip.ttl'), tos=p.int('ip.dsfield'),
+                 frag=kind is not None, frag_kind=kind, ipv6_ext=None)
+        return proto, off + ihl, off + tot, kind
+
+    def ipv6(self, h, off, end):
+        avail = end - off
+        if avail < 40:
+            raise Drop('ipv6_truncated')
+        p = self.tp.get('ipv6', off)
+        if p.int('ipv6.version') != 6:
+            raise Drop('ipv6_bad_version')
+        plen = p.int('ipv6.plen')
+        if 40 + plen > avail:
+            raise Drop('ipv6_bad_payload_length')
+        dend = off + 40 + plen
+        nh = p.int('ipv6.nxt')
+        cur = off + 40
+        n = 0
+        kind = None
+        while nh in IPV6_EXT:
+            if n == IPV6_MAX_EXT:
+                raise Drop('ipv6_ext_too_many')
+            if dend - cur < 8:
+                raise Drop('ipv6_ext_truncated')
+            name = IPV6_EXT[nh]
+            e = self.tp.get(name, cur)
+            hl = 8 if nh == 44 else (e.int(name + '.len') + 1) * 8
+            if dend - cur < hl:
+                raise Drop('ipv6_ext_truncated')
+            n += 1
+            nxt = e.int(name + '.nxt')
+            if nh == 44:
+                fo = e.int('ipv6.fraghdr.offset')
+                if fo:
+                    kind = 'later'
+                    nh = nxt
+                    cur += hl
+                    break
+                if e.int('ipv6.fraghdr.more'):
+                    kind = 'first'
+            nh = nxt
+            cur += hl
+        h.update(l3='ipv6', src=p.str('ipv6.src'), dst=p.str('ipv6.dst'),
+                 proto=nh, ttl=p.int('ipv6.hlim'), tos=p.int('ipv6.tclass'),
+                 frag=kind is not None, frag_kind=kind, ipv6_ext=n)
+        return nh, cur, dend, kind
+
+    # -- L4 and tunnels --
+
+    def l4(self, h, proto, off, dend, kind, outer):
+        tp = self.tp
+        if kind == 'later':
+            return                      # no L4 header in a later fragment
+        avail = dend - off
+        if proto == 6:
+            if avail < 20:
+                raise Drop('tcp_truncated')
+            p = tp.get('tcp', off)
+            doff = p.int('tcp.hdr_len')
+            if doff < 20 or doff > avail:
+                raise Drop('tcp_bad_data_offset')
+            h.update(l4='tcp', sport=p.int('tcp.srcport'),
+                     dport=p.int('tcp.dstport'),
+                     tcp_flags=p.int('tcp.flags') & 0xff)
+        elif proto == 17:
+            if avail < 8:
+                raise Drop('udp_truncated')
+            p = tp.get('udp', off)
+            ulen = p.int('udp.length')
+            # The UDP length of a first fragment counts the whole datagram:
+            # tshark does not flag it as exceeding the fragment (see
+            # docs/testing-parser.md), neither is it a parser error here.
+            if ulen < 8 or (ulen > avail and kind != 'first'):
+                raise Drop('udp_bad_length')
+            dport = p.int('udp.dstport')
+            h.update(l4='udp', sport=p.int('udp.srcport'), dport=dport)
+            uend = off + min(ulen, avail)
+            if outer and dport == VXLAN_PORT:
+                self.vxlan(off + 8, uend)
+            elif outer and dport == GENEVE_PORT:
+                self.geneve(off + 8, uend)
+        elif proto in (1, 58):
+            if avail < 8:
+                raise Drop('icmp_truncated')
+            name = 'icmp' if proto == 1 else 'icmpv6'
+            p = tp.get(name, off)
+            h.update(l4=name, icmp_type=p.int(name + '.type'),
+                     icmp_code=p.int(name + '.code'))
+        elif proto == 132:
+            if avail < 12:
+                raise Drop('sctp_truncated')
+            p = tp.get('sctp', off)
+            h.update(l4='sctp', sport=p.int('sctp.srcport'),
+                     dport=p.int('sctp.dstport'))
+        elif proto == 59:
+            return                      # no next header: no L4
+        else:
+            h['l4'] = 'other'
+            if outer and proto in (4, 41):
+                self.tunnel('ipip', None, None)
+                self.inner_ip(0x0800 if proto == 4 else 0x86dd, off, dend)
+            elif outer and proto == 47:
+                self.gre(off, dend)
+
+    def tunnel(self, tun, vni, key):
+        self.out.update(tun=tun, vni=vni, key=key)
+        self.out['inner'] = empty_hdr()
+
+    def inner_eth(self, off, end):
+        h = self.out['inner']
+        et, off = self.eth(h, off, end)
+        self.l3(h, et, off, end, outer=False)
+
+    def inner_ip(self, et, off, end):
+        self.l3(self.out['inner'], et, off, end, outer=False)
+
+    def vxlan(self, off, end):
+        if end - off < 8:
+            raise Drop('vxlan_truncated')
+        p = self.tp.get('vxlan', off)
+        self.tunnel('vxlan', p.int('vxlan.vni'), None)
+        self.inner_eth(off + 8, end)
+
+    def geneve(self, off, end):
+        if end - off < 8:
+            raise Drop('geneve_truncated')
+        p = self.tp.get('geneve', off)
+        if p.int('geneve.version') != 0:
+            raise Drop('geneve_bad_version')
+        optlen = p.int('geneve.option.length', pos=off)   # bytes
+        if end - off < 8 + optlen:
+            raise Drop('geneve_truncated')
+        pt = p.int('geneve.proto_type')
+        if pt not in TUNNEL_PAYLOADS:
+            raise Drop('tunnel_unknown_payload')
+        self.tunnel('geneve', p.int('geneve.vni'), None)
+        self.payload(pt, off + 8 + optlen, end)
+
+    def gre(self, off, end):
+        if end - off < 4:
+            raise Drop('gre_truncated')
+        p = self.tp.get('gre', off)
+        if p.int('gre.flags.version') != 0 or p.int('gre.flags.routing'):
+            raise Drop('gre_bad_version')
+        has_key = p.int('gre.flags.key')
+        hl = 4 + 4 * (p.int('gre.flags.checksum') + has_key +
+                       p.int('gre.flags.sequence_number'))
+        if end - off < hl:
+            raise Drop('gre_truncated')
+        pt = p.int('gre.proto')
+        if pt not in TUNNEL_PAYLOADS:
+            raise Drop('tunnel_unknown_payload')
+        self.tunnel('gre', None, p.int('gre.key') if has_key else None)
+        self.payload(pt, off + hl, end)
+
+    def payload(self, pt, off, end):
+        if pt == 0x6558:
+            self.inner_eth(off, end)
+        else:
+            self.inner_ip(pt, off, end)
+
+
+def expected(tp):
+    return Model(tp).run()
+
+
+# ---------------------------------------------------------------------------
+# dpflow
+
+def dpflow_inspect(dpflow, path):
+    """Run `dpflow inspect pcap:PATH`; returns (objects, error or None)."""
+    try:
+        r = subprocess.run([dpflow, 'inspect', 'pcap:' + path],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [], 'cannot run dpflow inspect: %s' % e
+    objs = []
+    for n, line in enumerate(r.stdout.decode('utf-8', 'replace')
+                             .splitlines()):
+        if not line.strip():
+            continue
+        try:
+            objs.append(json.loads(line))
+        except ValueError as e:
+            return objs, 'dpflow inspect line %d is not JSON (%s): %s' % (
+                n + 1, e, line[:200])
+    if r.returncode != 0:
+        return objs, 'dpflow inspect exited %d: %s' % (
+            r.returncode, r.stderr.decode('utf-8', 'replace').strip()[-300:])
+    return objs, None
+
+
+# ---------------------------------------------------------------------------
+# Comparison
+
+def show(v):
+    return json.dumps(v, sort_keys=True)
+
+
+def same(a, b):
+    # json.dumps tells false from 0 and 1 from 1.0.
+    return show(a) == show(b)
+
+
+def compare_obj(i, got, exp, tp, label=None):
+    """Mismatch lines for packet @i: dpflow object @got vs expected @exp."""
+    pfx = 'packet %d%s' % (i, ' (%s)' % label if label else '')
+    bad = []
+    if not isinstance(got, dict):
+        return ['%s: dpflow output is not an object: %s' % (pfx, show(got))]
+    if got.get('i') != i:
+        bad.append('%s field i: dpflow=%s tshark=%d' %
+                   (pfx, show(got.get('i')), i))
+    for k in KEYS:
+        if k not in got:
+            bad.append('%s field %s: dpflow=<missing> tshark=%s' %
+                       (pfx, k, show(exp[k])))
+            continue
+        g, e = got[k], exp[k]
+        if k == 'inner' and isinstance(g, dict) and isinstance(e, dict):
+            for ik in INNER_KEYS:
+                if ik not in g:
+                    bad.append('%s field inner.%s: dpflow=<missing> '
+                               'tshark=%s' % (pfx, ik, show(e[ik])))
+                elif not same(g[ik], e[ik]):
+                    bad.append('%s field inner.%s: dpflow=%s tshark=%s' %
+                               (pfx, ik, show(g[ik]), show(e[ik])))
+        elif not same(g, e):
+            bad.append('%s field %s: dpflow=%s tshark=%s' %
+                       (pfx, k, show(g), show(e)))
+    drop = got.get('drop')
+    if drop in COMPLAINS and not tp.complaints:
+        bad.append('%s field drop: dpflow=%s tshark=<no error, warning or '
+                   'malformed mark on this packet>' % (pfx, show(drop)))
+    return bad
+
+
+def compare_file(dpflow, path, labels=None):
+    """Compare one capture. Returns a dict: packets, dropped, mismatches
+    (list of lines), objs (dpflow's objects)."""
+    objs, err = dpflow_inspect(dpflow, path)
+    res = {'packets': 0, 'dropped': 0, 'mismatches': [], 'objs': objs}
+    bad = res['mismatches']
+    if err:
+        bad.append(err)
+    n = 0
+    try:
+        for n, tp in enumerate(tshark_packets(path), 1):
+            i = n - 1
+            label = labels[i] if labels and i < len(labels) else None
+            got = objs[i] if i < len(objs) else None
+            if isinstance(tp, Unverifiable):
+                bad.append('packet %d: tshark: %s' % (i, tp))
+                continue
+            try:
+                exp = expected(tp)
+            except Unverifiable as e:
+                bad.append('packet %d%s: cannot derive the expected object: '
+                           '%s (dpflow: %s)' %
+                           (i, ' (%s)' % label if label else '', e,
+                            show(got)))
+                continue
+            if got is None:
+                continue
+            if isinstance(got, dict) and got.get('drop') is not None:
+                res['dropped'] += 1
+            bad.extend(compare_obj(i, got, exp, tp, label))
+    except RuntimeError as e:
+        bad.append(str(e))
+    res['packets'] = n
+    if len(objs) != n and not err:
+        bad.append('packet count: dpflow=%d tshark=%d' % (len(objs), n))
+    return res
+
+
+def main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--max', type=int, default=50,
+                    help='mismatch lines to print per file (0: all)')
+    ap.add_argument('--expected', action='store_true',
+                    help='print the expected objects (from tshark) instead '
+                         'of comparing; DPFLOW is ignored')
+    ap.add_argument('dpflow')
+    ap.add_argument('files', nargs='+')
+    a = ap.parse_args(argv)
+    try:
+        if a.expected:
+            for f in a.files:
+                for i, tp in enumerate(tshark_packets(f)):
+                    try:
+                        e = expected(tp) if not isinstance(tp, Exception) \
+                            else {'error': str(tp)}
+                    except Unverifiable as x:
+                        e = {'error': str(x)}
+                    e = dict(i=i, **e)
+                    print(json.dumps(e))
+            return 0
+        failed = False
+        for f in a.files:
+            r = compare_file(a.dpflow, f)
+            bad = r['mismatches']
+            print('%s: %d packets, %d dropped, %d mismatches' %
+                  (f, r['packets'], r['dropped'], len(bad)))
+            for ln in bad[:a.max or None]:
+                print('  ' + ln)
+            if a.max and len(bad) > a.max:
+                print('  ... %d more' % (len(bad) - a.max))
+            failed |= bool(bad)
+        return 1 if failed else 0
+    finally:
+        tshark_cleanup()
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
