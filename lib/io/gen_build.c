@@ -9,33 +9,33 @@
 
 #include "dpflow/gen.h"
 
-#define ETH_P_IPV4 0x0800
-#define ETH_P_IPV6 0x86dd
-#define ETH_P_8021Q 0x8100
+#define ETH_P_IPV4   0x0800
+#define ETH_P_IPV6   0x86dd
+#define ETH_P_8021Q  0x8100
 #define ETH_P_8021AD 0x88a8
-#define ETH_P_TEB 0x6558 /* transparent Ethernet bridging */
+#define ETH_P_TEB    0x6558 /* transparent Ethernet bridging */
 
-#define IPPROTO_HOPOPTS_ 0
-#define IPPROTO_IPIP_ 4
-#define IPPROTO_TCP_ 6
-#define IPPROTO_UDP_ 17
-#define IPPROTO_IPV6_ 41
-#define IPPROTO_ROUTING_ 43
-#define IPPROTO_FRAGMENT_ 44
-#define IPPROTO_GRE_ 47
-#define IPPROTO_ICMP_ 1
-#define IPPROTO_ICMPV6_ 58
-#define IPPROTO_NONE_ 59
-#define IPPROTO_DSTOPTS_ 60
-#define IPPROTO_SCTP_ 132
+#define IPPROTO_HOPOPTS_    0
+#define IPPROTO_IPIP_	    4
+#define IPPROTO_TCP_	    6
+#define IPPROTO_UDP_	    17
+#define IPPROTO_IPV6_	    41
+#define IPPROTO_ROUTING_    43
+#define IPPROTO_FRAGMENT_   44
+#define IPPROTO_GRE_	    47
+#define IPPROTO_ICMP_	    1
+#define IPPROTO_ICMPV6_	    58
+#define IPPROTO_NONE_	    59
+#define IPPROTO_DSTOPTS_    60
+#define IPPROTO_SCTP_	    132
 #define IPPROTO_EXPERIMENT_ 253 /* RFC 3692: IPv4 packets with no L4 */
 
-#define VXLAN_PORT 4789
+#define VXLAN_PORT  4789
 #define GENEVE_PORT 6081
 
 #define GRE_F_CSUM 0x8000
-#define GRE_F_KEY 0x2000
-#define GRE_F_SEQ 0x1000
+#define GRE_F_KEY  0x2000
+#define GRE_F_SEQ  0x1000
 
 #define IPV6_EXT_MAX 4 /* DPFLOW_ARRAY_SIZE(dpflow_gen_l3.ipv6_ext) */
 
@@ -269,8 +269,8 @@ static void put_ipv4_options(uint8_t *p, unsigned n)
 		p[0] = 0x94; /* router alert (copied), value 0 */
 		p[1] = 4;
 	} else if (n >= 8) {
-		p[0] = 1;                   /* NOP aligns the route slots */
-		p[1] = 7;                   /* record route: 3 + 4k bytes */
+		p[0] = 1; /* NOP aligns the route slots */
+		p[1] = 7; /* record route: 3 + 4k bytes */
 		p[2] = (uint8_t)(n - 1);
 		p[3] = 4;
 	}
@@ -325,8 +325,8 @@ static void put_ipv6_ext(struct wbuf *w, const struct dpflow_gen_l3 *l3,
 		p = take(w, 8);
 		if (!p)
 			return;
-		wr16(p + 2, off << 3 |
-				    (l3->frag == DPFLOW_FRAG_FIRST ? 1u : 0u));
+		wr16(p + 2,
+		     off << 3 | (l3->frag == DPFLOW_FRAG_FIRST ? 1u : 0u));
 		wr32(p + 4, l3->ip_id);
 		break;
 	}
@@ -459,10 +459,10 @@ static void put_l4(struct wbuf *w, const struct dpflow_gen_l3 *l3)
 		wr16(p, l3->sport);
 		wr16(p + 2, l3->dport);
 		wr32(p + 4, (uint32_t)l3->sport << 16 | l3->dport); /* vtag */
-		p[12] = 0;    /* DATA */
+		p[12] = 0;					    /* DATA */
 		p[13] = 0x03; /* beginning and end of a user message */
 		wr16(p + 14, 16u + l3->payload_len);
-		wr32(p + 16, l3->tcp_seq); /* TSN */
+		wr32(p + 16, l3->tcp_seq);  /* TSN */
 		wr16(p + 22, l3->icmp_seq); /* stream sequence */
 		put_payload(w, l3->payload_len);
 		take(w, pad);
@@ -540,8 +540,7 @@ static uint16_t ip_ethertype(const struct dpflow_gen_l3 *l3)
 }
 
 /* The tunnelled frame: inner Ethernet when asked, then the inner packet. */
-static void put_inner(struct wbuf *w, const struct dpflow_gen_spec *s,
-		      bool eth)
+static void put_inner(struct wbuf *w, const struct dpflow_gen_spec *s, bool eth)
 {
 	if (eth)
 		put_eth(w, s->inner_dst_mac, s->inner_src_mac, NULL, 0,
@@ -587,8 +586,8 @@ static void put_udp_tunnel(struct wbuf *w, const struct dpflow_gen_spec *s)
 		p[0] = 0x08; /* I: the VNI is valid */
 		wr32(p + 4, s->tun_id << 8);
 	} else {
-		uint16_t proto = s->inner_eth ? ETH_P_TEB
-					      : ip_ethertype(&s->inner);
+		uint16_t proto =
+		    s->inner_eth ? ETH_P_TEB : ip_ethertype(&s->inner);
 		wr16(p + 2, GENEVE_PORT);
 		eth = s->inner_eth;
 		p = take(w, 8u + s->geneve_opt_len);
@@ -608,7 +607,7 @@ static void put_udp_tunnel(struct wbuf *w, const struct dpflow_gen_spec *s)
 	uint32_t len = w->len - udp;
 	wr16(p + 4, len);
 	uint16_t ck = csum_fold(
-		csum_add(pseudo_sum(&s->outer, IPPROTO_UDP_, len), p, len));
+	    csum_add(pseudo_sum(&s->outer, IPPROTO_UDP_, len), p, len));
 	wr16(p + 6, ck ? ck : 0xffff);
 }
 

@@ -22,27 +22,27 @@
 
 #include "dpflow/gen.h"
 
-#define COUNT_MAX (UINT64_C(1) << 40)
-#define FLOWS_MAX (UINT32_C(1) << 22) /* keeps IPv4 sources distinct */
-#define SIZE_MIN 14
-#define SIZE_MAX_ 9600 /* a jumbo frame */
-#define IMIX_BLOCK 12  /* 7 x 64, 4 x 576, 1 x 1500 */
-#define VXLAN_PORT 4789
+#define COUNT_MAX   (UINT64_C(1) << 40)
+#define FLOWS_MAX   (UINT32_C(1) << 22) /* keeps IPv4 sources distinct */
+#define SIZE_MIN    14
+#define SIZE_MAX_   9600 /* a jumbo frame */
+#define IMIX_BLOCK  12	 /* 7 x 64, 4 x 576, 1 x 1500 */
+#define VXLAN_PORT  4789
 #define GENEVE_PORT 6081
-#define EXT_END 0xff
+#define EXT_END	    0xff
 
 /* --- profiles ---------------------------------------------------------- */
 
 static const struct dpflow_gen_profile base_profile = {
-	.count = 1000,
-	.flows = 16,
-	.size = 64,
-	.pct_tcp = 60,
-	.pct_udp = 30,
-	.pct_icmp = 10,
-	.seed = 1,
-	.pct_vlan = 100,
-	.pct_qinq = 100,
+    .count = 1000,
+    .flows = 16,
+    .size = 64,
+    .pct_tcp = 60,
+    .pct_udp = 30,
+    .pct_icmp = 10,
+    .seed = 1,
+    .pct_vlan = 100,
+    .pct_qinq = 100,
 };
 
 int dpflow_gen_profile_init(struct dpflow_gen_profile *p, const char *name,
@@ -163,10 +163,10 @@ static int set_pct_list(uint8_t *const *out, const char *const *names,
 				break;
 		if (!colon || i == n)
 			return dpflow_error_set(
-				err, EINVAL, key,
-				"%s '%s': '%.*s' is not NAME:PCT with a known "
-				"NAME",
-				key, v, (int)tl, s);
+			    err, EINVAL, key,
+			    "%s '%s': '%.*s' is not NAME:PCT with a known "
+			    "NAME",
+			    key, v, (int)tl, s);
 		if (seen[i])
 			return dpflow_error_set(err, EINVAL, key,
 						"%s '%s': '%s' given twice",
@@ -178,16 +178,15 @@ static int set_pct_list(uint8_t *const *out, const char *const *names,
 		num[nl] = 0;
 		if (!parse_u64(num, 0, 100, &x))
 			return dpflow_error_set(
-				err, EINVAL, key,
-				"%s '%s': '%.*s' is not a percentage (0..100)",
-				key, v, (int)tl, s);
+			    err, EINVAL, key,
+			    "%s '%s': '%.*s' is not a percentage (0..100)", key,
+			    v, (int)tl, s);
 		seen[i] = true;
 		val[i] = (uint8_t)x;
 		s += tl;
 		if (*s == ',' && !*++s)
-			return dpflow_error_set(err, EINVAL, key,
-						"%s '%s': trailing ','", key,
-						v);
+			return dpflow_error_set(
+			    err, EINVAL, key, "%s '%s': trailing ','", key, v);
 	}
 	for (unsigned i = 0; i < n; i++)
 		*out[i] = val[i];
@@ -195,8 +194,8 @@ static int set_pct_list(uint8_t *const *out, const char *const *names,
 }
 
 /* "ID" or "ID:PCT"; ID 0..4094 (0: untagged). */
-static int set_vlan(uint16_t *id, uint8_t *pct, const char *key,
-		    const char *v, struct dpflow_error *err)
+static int set_vlan(uint16_t *id, uint8_t *pct, const char *key, const char *v,
+		    struct dpflow_error *err)
 {
 	char buf[16];
 	const char *colon = v ? strchr(v, ':') : NULL;
@@ -263,18 +262,16 @@ int dpflow_gen_profile_set(struct dpflow_gen_profile *p, const char *key,
 		if (rc)
 			return rc;
 		if (t.pct_tcp + t.pct_udp + t.pct_icmp + t.pct_sctp != 100)
-			return dpflow_error_set(err, EINVAL, "mix",
-						"mix '%s': shares sum to %d, "
-						"not 100",
-						v,
-						t.pct_tcp + t.pct_udp +
-							t.pct_icmp +
-							t.pct_sctp);
+			return dpflow_error_set(
+			    err, EINVAL, "mix",
+			    "mix '%s': shares sum to %d, "
+			    "not 100",
+			    v, t.pct_tcp + t.pct_udp + t.pct_icmp + t.pct_sctp);
 		*p = t;
 	} else if (!strcmp(key, "tunnel")) {
 		struct dpflow_gen_profile t = *p;
-		uint8_t *const out[] = {&t.pct_vxlan, &t.pct_geneve,
-					&t.pct_gre, &t.pct_ipip};
+		uint8_t *const out[] = {&t.pct_vxlan, &t.pct_geneve, &t.pct_gre,
+					&t.pct_ipip};
 		int rc = set_pct_list(out, tun_names, 4, "tunnel", v, err);
 		if (rc)
 			return rc;
@@ -284,8 +281,7 @@ int dpflow_gen_profile_set(struct dpflow_gen_profile *p, const char *key,
 						"%d, more than 100",
 						v,
 						t.pct_vxlan + t.pct_geneve +
-							t.pct_gre +
-							t.pct_ipip);
+						    t.pct_gre + t.pct_ipip);
 		*p = t;
 	} else if (!strcmp(key, "ipv6")) {
 		return set_pct(&p->pct_ipv6, "ipv6", v, err);
@@ -313,12 +309,13 @@ int dpflow_gen_profile_set(struct dpflow_gen_profile *p, const char *key,
 						v);
 		p->malformed = v[0] == '1';
 	} else {
-		return dpflow_error_set(err, EINVAL, "key",
-					"key '%s': unknown (count, flows, "
-					"size, mix, ipv6, vlan, qinq, tunnel, "
-					"frag, ipv4-opt, ipv6-ext, seed, "
-					"malformed)",
-					key);
+		return dpflow_error_set(
+		    err, EINVAL, "key",
+		    "key '%s' (value '%s'): unknown (count, "
+		    "flows, size, mix, ipv6, vlan, qinq, "
+		    "tunnel, frag, ipv4-opt, ipv6-ext, "
+		    "seed, malformed)",
+		    key, v);
 	}
 	return 0;
 }
@@ -350,10 +347,18 @@ static int profile_check(const struct dpflow_gen_profile *p,
 					"tunnel: shares sum to %u, more than "
 					"100",
 					tun);
-	if (p->pct_ipv6 > 100 || p->pct_frag > 100 || p->pct_ipv4_opt > 100 ||
-	    p->pct_ipv6_ext > 100 || p->pct_vlan > 100 || p->pct_qinq > 100)
-		return dpflow_error_set(err, EINVAL, "pct",
-					"a percentage is above 100");
+	const struct {
+		const char *key;
+		uint8_t pct;
+	} pcts[] = {
+	    {"ipv6", p->pct_ipv6},	   {"frag", p->pct_frag},
+	    {"ipv4-opt", p->pct_ipv4_opt}, {"ipv6-ext", p->pct_ipv6_ext},
+	    {"vlan", p->pct_vlan},	   {"qinq", p->pct_qinq}};
+	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
+		if (pcts[i].pct > 100)
+			return dpflow_error_set(err, EINVAL, pcts[i].key,
+						"%s: share %u is above 100",
+						pcts[i].key, pcts[i].pct);
 	if (p->vlan > 4094 || p->qinq > 4094)
 		return dpflow_error_set(err, EINVAL,
 					p->vlan > 4094 ? "vlan" : "qinq",
@@ -370,21 +375,21 @@ static int profile_check(const struct dpflow_gen_profile *p,
 
 /* A flow's fixed attributes; its addresses and ports come from its id. */
 struct gen_flow {
-	uint8_t l4;         /* DPFLOW_L4_TCP/UDP/ICMP/SCTP (ICMP: v4 or v6) */
-	uint8_t v6;         /* the (inner) packet is IPv6 */
+	uint8_t l4;	    /* DPFLOW_L4_TCP/UDP/ICMP/SCTP (ICMP: v4 or v6) */
+	uint8_t v6;	    /* the (inner) packet is IPv6 */
 	uint8_t outer_v6;   /* tunnel endpoints are IPv6 */
-	uint8_t tun;        /* enum dpflow_tun_type */
-	uint8_t n_vlan;     /* 0, 1 (vlan) or 2 (qinq, vlan) */
+	uint8_t tun;	    /* enum dpflow_tun_type */
+	uint8_t n_vlan;	    /* 0, 1 (vlan) or 2 (qinq, vlan) */
 	uint8_t inner_eth;  /* GENEVE/GRE carry Ethernet */
-	uint8_t gre;        /* bit 0 checksum, 1 key, 2 sequence */
+	uint8_t gre;	    /* bit 0 checksum, 1 key, 2 sequence */
 	uint8_t geneve_opt; /* GENEVE option bytes */
 };
 
 struct dpflow_gen {
 	struct dpflow_gen_profile p;
 	uint64_t rng[4]; /* xoshiro256** */
-	uint64_t i;      /* packets built */
-	uint64_t sized;  /* packets sized (IMIX draws) */
+	uint64_t i;	 /* packets built */
+	uint64_t sized;	 /* packets sized (IMIX draws) */
 	uint16_t imix[IMIX_BLOCK];
 	struct gen_flow *flows;
 };
@@ -481,10 +486,9 @@ static void make_flows(struct dpflow_gen *g, uint8_t *vals)
 	const uint8_t l4v[] = {DPFLOW_L4_TCP, DPFLOW_L4_UDP, DPFLOW_L4_ICMP,
 			       DPFLOW_L4_SCTP};
 	const uint32_t v6w[] = {100u - p->pct_ipv6, p->pct_ipv6};
-	const uint32_t tunw[] = {100u - p->pct_vxlan - p->pct_geneve -
-					 p->pct_gre - p->pct_ipip,
-				 p->pct_vxlan, p->pct_geneve, p->pct_gre,
-				 p->pct_ipip};
+	const uint32_t tunw[] = {
+	    100u - p->pct_vxlan - p->pct_geneve - p->pct_gre - p->pct_ipip,
+	    p->pct_vxlan, p->pct_geneve, p->pct_gre, p->pct_ipip};
 	const uint32_t pv = p->vlan ? p->pct_vlan : 0;
 	const uint32_t pq = p->qinq ? p->pct_qinq : 0;
 	const uint32_t vlanw[] = {(100 - pv) * 100, pv * (100 - pq), pv * pq};
@@ -551,8 +555,8 @@ struct dpflow_gen *dpflow_gen_create(const struct dpflow_gen_profile *p,
 err_nomem:
 	free(vals);
 	dpflow_gen_destroy(g);
-	dpflow_error_set(err, ENOMEM, "flows", "no memory for %" PRIu32
-			 " flows", p->flows);
+	dpflow_error_set(err, ENOMEM, "flows",
+			 "no memory for %" PRIu32 " flows", p->flows);
 	return NULL;
 }
 
@@ -631,8 +635,8 @@ static void flow_outer(struct dpflow_gen_spec *s, uint32_t f, bool v6)
 	    s->tun_type == DPFLOW_TUN_GENEVE) {
 		o->l4_type = DPFLOW_L4_UDP;
 		o->sport = (uint16_t)(49152 + mix32(f) % 16384);
-		o->dport = s->tun_type == DPFLOW_TUN_VXLAN ? VXLAN_PORT
-							   : GENEVE_PORT;
+		o->dport =
+		    s->tun_type == DPFLOW_TUN_VXLAN ? VXLAN_PORT : GENEVE_PORT;
 	}
 	s->tun_id = (1000 + f) & 0xffffff;
 }
@@ -641,8 +645,8 @@ static void flow_macs(struct dpflow_gen_spec *s, uint32_t f)
 {
 	static const uint8_t dst[6] = {0x02, 0, 0, 0xff, 0, 0x01};
 	static const uint8_t idst[6] = {0x02, 0x01, 0, 0xff, 0, 0x01};
-	uint8_t src[6] = {0x02, 0, 0, (uint8_t)(f >> 16), (uint8_t)(f >> 8),
-			  (uint8_t)f};
+	uint8_t src[6] = {
+	    0x02, 0, 0, (uint8_t)(f >> 16), (uint8_t)(f >> 8), (uint8_t)f};
 
 	s->has_eth = true;
 	memcpy(s->dst_mac, dst, 6);
@@ -723,8 +727,7 @@ static void size_payload(struct dpflow_gen_spec *s, struct dpflow_gen_l3 *l3,
 	uint32_t pay = avail;
 
 	if (l3->frag == DPFLOW_FRAG_FIRST) {
-		uint32_t f0 = l4_hdr_len(l3->l4_type) +
-			      8u * ext_after_frag(l3);
+		uint32_t f0 = l4_hdr_len(l3->l4_type) + 8u * ext_after_frag(l3);
 		uint32_t down = (f0 + avail) & ~7u;
 		pay = down >= f0 ? down - f0 : ((f0 + 7) & ~7u) - f0;
 		if (l3->l4_type == DPFLOW_L4_SCTP && pay < 4)
@@ -771,8 +774,8 @@ static uint32_t build_ok(struct dpflow_gen *g, uint32_t f, uint8_t *buf,
 		l3->tcp_seq = (uint32_t)rnd(g); /* TSN */
 	}
 	if (chance(g, g->p.pct_frag)) {
-		l3->frag = chance(g, 50) ? DPFLOW_FRAG_FIRST
-					 : DPFLOW_FRAG_LATER;
+		l3->frag =
+		    chance(g, 50) ? DPFLOW_FRAG_FIRST : DPFLOW_FRAG_LATER;
 		if (l3->frag == DPFLOW_FRAG_LATER)
 			l3->frag_off = (uint16_t)(1 + below(g, 185));
 	}
@@ -821,52 +824,53 @@ static uint32_t build_ok(struct dpflow_gen *g, uint32_t f, uint8_t *buf,
  * reason the parser must give (docs/inspect.md); the random ones have
  * whatever defect chance made (-1: any verdict, but no crash).
  */
-#define FOREACH_VARIANT(_)                                                     \
-	_(ETH_TRUNC, "eth_truncated", DPFLOW_DROP_ETH_TRUNC)                   \
-	_(VLAN_TRUNC, "vlan_truncated", DPFLOW_DROP_VLAN_TRUNC)                \
-	_(VLAN_3TAGS, "vlan_three_tags", DPFLOW_DROP_VLAN_TOO_MANY)            \
-	_(IPV4_TRUNC, "ipv4_truncated", DPFLOW_DROP_IPV4_TRUNC)                \
-	_(IPV4_VER, "ipv4_version_5", DPFLOW_DROP_IPV4_BAD_VERSION)            \
-	_(IPV4_IHL_SMALL, "ipv4_ihl_below_5", DPFLOW_DROP_IPV4_BAD_IHL)        \
-	_(IPV4_IHL_BIG, "ipv4_ihl_beyond_frame", DPFLOW_DROP_IPV4_BAD_IHL)     \
-	_(IPV4_TOT_SMALL, "ipv4_total_length_below_header",                    \
-	  DPFLOW_DROP_IPV4_BAD_TOTLEN)                                         \
-	_(IPV4_TOT_BIG, "ipv4_total_length_beyond_frame",                      \
-	  DPFLOW_DROP_IPV4_BAD_TOTLEN)                                         \
-	_(IPV6_TRUNC, "ipv6_truncated", DPFLOW_DROP_IPV6_TRUNC)                \
-	_(IPV6_VER, "ipv6_version_7", DPFLOW_DROP_IPV6_BAD_VERSION)            \
-	_(IPV6_PLEN, "ipv6_payload_length_beyond_frame",                       \
-	  DPFLOW_DROP_IPV6_BAD_PAYLEN)                                         \
-	_(IPV6_EXT_TRUNC, "ipv6_ext_truncated", DPFLOW_DROP_IPV6_EXT_TRUNC)    \
-	_(IPV6_EXT_MANY, "ipv6_nine_ext_headers", DPFLOW_DROP_IPV6_EXT_TOO_MANY) \
-	_(TCP_TRUNC, "tcp_truncated", DPFLOW_DROP_TCP_TRUNC)                   \
-	_(TCP_DOFF_SMALL, "tcp_doff_below_5", DPFLOW_DROP_TCP_BAD_DOFF)        \
-	_(TCP_DOFF_BIG, "tcp_doff_beyond_datagram", DPFLOW_DROP_TCP_BAD_DOFF)  \
-	_(UDP_TRUNC, "udp_truncated", DPFLOW_DROP_UDP_TRUNC)                   \
-	_(UDP_LEN_SMALL, "udp_length_below_8", DPFLOW_DROP_UDP_BAD_LEN)        \
-	_(UDP_LEN_BIG, "udp_length_beyond_datagram", DPFLOW_DROP_UDP_BAD_LEN)  \
-	_(ICMP_TRUNC, "icmp_truncated", DPFLOW_DROP_ICMP_TRUNC)                \
-	_(ICMP6_TRUNC, "icmpv6_truncated", DPFLOW_DROP_ICMP_TRUNC)             \
-	_(SCTP_TRUNC, "sctp_truncated", DPFLOW_DROP_SCTP_TRUNC)                \
-	_(VXLAN_TRUNC, "vxlan_truncated", DPFLOW_DROP_VXLAN_TRUNC)             \
-	_(GENEVE_TRUNC, "geneve_truncated", DPFLOW_DROP_GENEVE_TRUNC)          \
-	_(GENEVE_OPT_TRUNC, "geneve_options_truncated",                        \
-	  DPFLOW_DROP_GENEVE_TRUNC)                                            \
-	_(GENEVE_VER, "geneve_version_1", DPFLOW_DROP_GENEVE_BAD_VERSION)      \
-	_(GENEVE_PROTO, "geneve_unknown_protocol",                             \
-	  DPFLOW_DROP_TUN_UNKNOWN_PAYLOAD)                                     \
-	_(GRE_TRUNC, "gre_truncated", DPFLOW_DROP_GRE_TRUNC)                   \
-	_(GRE_OPT_TRUNC, "gre_options_truncated", DPFLOW_DROP_GRE_TRUNC)       \
-	_(GRE_VER, "gre_version_1", DPFLOW_DROP_GRE_BAD_VERSION)               \
-	_(GRE_PROTO, "gre_unknown_protocol", DPFLOW_DROP_TUN_UNKNOWN_PAYLOAD)  \
-	_(RANDOM_FLIP, "random_flip", -1)                                      \
+#define FOREACH_VARIANT(_)                                                    \
+	_(ETH_TRUNC, "eth_truncated", DPFLOW_DROP_ETH_TRUNC)                  \
+	_(VLAN_TRUNC, "vlan_truncated", DPFLOW_DROP_VLAN_TRUNC)               \
+	_(VLAN_3TAGS, "vlan_three_tags", DPFLOW_DROP_VLAN_TOO_MANY)           \
+	_(IPV4_TRUNC, "ipv4_truncated", DPFLOW_DROP_IPV4_TRUNC)               \
+	_(IPV4_VER, "ipv4_version_5", DPFLOW_DROP_IPV4_BAD_VERSION)           \
+	_(IPV4_IHL_SMALL, "ipv4_ihl_below_5", DPFLOW_DROP_IPV4_BAD_IHL)       \
+	_(IPV4_IHL_BIG, "ipv4_ihl_beyond_frame", DPFLOW_DROP_IPV4_BAD_IHL)    \
+	_(IPV4_TOT_SMALL, "ipv4_total_length_below_header",                   \
+	  DPFLOW_DROP_IPV4_BAD_TOTLEN)                                        \
+	_(IPV4_TOT_BIG, "ipv4_total_length_beyond_frame",                     \
+	  DPFLOW_DROP_IPV4_BAD_TOTLEN)                                        \
+	_(IPV6_TRUNC, "ipv6_truncated", DPFLOW_DROP_IPV6_TRUNC)               \
+	_(IPV6_VER, "ipv6_version_7", DPFLOW_DROP_IPV6_BAD_VERSION)           \
+	_(IPV6_PLEN, "ipv6_payload_length_beyond_frame",                      \
+	  DPFLOW_DROP_IPV6_BAD_PAYLEN)                                        \
+	_(IPV6_EXT_TRUNC, "ipv6_ext_truncated", DPFLOW_DROP_IPV6_EXT_TRUNC)   \
+	_(IPV6_EXT_MANY, "ipv6_nine_ext_headers",                             \
+	  DPFLOW_DROP_IPV6_EXT_TOO_MANY)                                      \
+	_(TCP_TRUNC, "tcp_truncated", DPFLOW_DROP_TCP_TRUNC)                  \
+	_(TCP_DOFF_SMALL, "tcp_doff_below_5", DPFLOW_DROP_TCP_BAD_DOFF)       \
+	_(TCP_DOFF_BIG, "tcp_doff_beyond_datagram", DPFLOW_DROP_TCP_BAD_DOFF) \
+	_(UDP_TRUNC, "udp_truncated", DPFLOW_DROP_UDP_TRUNC)                  \
+	_(UDP_LEN_SMALL, "udp_length_below_8", DPFLOW_DROP_UDP_BAD_LEN)       \
+	_(UDP_LEN_BIG, "udp_length_beyond_datagram", DPFLOW_DROP_UDP_BAD_LEN) \
+	_(ICMP_TRUNC, "icmp_truncated", DPFLOW_DROP_ICMP_TRUNC)               \
+	_(ICMP6_TRUNC, "icmpv6_truncated", DPFLOW_DROP_ICMP_TRUNC)            \
+	_(SCTP_TRUNC, "sctp_truncated", DPFLOW_DROP_SCTP_TRUNC)               \
+	_(VXLAN_TRUNC, "vxlan_truncated", DPFLOW_DROP_VXLAN_TRUNC)            \
+	_(GENEVE_TRUNC, "geneve_truncated", DPFLOW_DROP_GENEVE_TRUNC)         \
+	_(GENEVE_OPT_TRUNC, "geneve_options_truncated",                       \
+	  DPFLOW_DROP_GENEVE_TRUNC)                                           \
+	_(GENEVE_VER, "geneve_version_1", DPFLOW_DROP_GENEVE_BAD_VERSION)     \
+	_(GENEVE_PROTO, "geneve_unknown_protocol",                            \
+	  DPFLOW_DROP_TUN_UNKNOWN_PAYLOAD)                                    \
+	_(GRE_TRUNC, "gre_truncated", DPFLOW_DROP_GRE_TRUNC)                  \
+	_(GRE_OPT_TRUNC, "gre_options_truncated", DPFLOW_DROP_GRE_TRUNC)      \
+	_(GRE_VER, "gre_version_1", DPFLOW_DROP_GRE_BAD_VERSION)              \
+	_(GRE_PROTO, "gre_unknown_protocol", DPFLOW_DROP_TUN_UNKNOWN_PAYLOAD) \
+	_(RANDOM_FLIP, "random_flip", -1)                                     \
 	_(RANDOM_TRUNC, "random_truncate", -1)
 
 enum variant {
 #define VARIANT_ENUM_(id, name, drop) V_##id,
 	FOREACH_VARIANT(VARIANT_ENUM_)
 #undef VARIANT_ENUM_
-		V__COUNT
+	    V__COUNT
 };
 
 static const struct {
@@ -874,13 +878,13 @@ static const struct {
 	int drop;
 } variants[] = {
 #define VARIANT_ROW_(id, name, drop) {name, drop},
-	FOREACH_VARIANT(VARIANT_ROW_)
+    FOREACH_VARIANT(VARIANT_ROW_)
 #undef VARIANT_ROW_
 };
 
-#define ETH_LEN 14
-#define L4_V4 (ETH_LEN + 20) /* frame offset after a plain IPv4 header */
-#define L4_V6 (ETH_LEN + 40)
+#define ETH_LEN		       14
+#define L4_V4		       (ETH_LEN + 20) /* frame offset after a plain IPv4 header */
+#define L4_V6		       (ETH_LEN + 40)
 #define EXPERIMENTAL_ETHERTYPE 0x88b5 /* IEEE 802 local experimental */
 
 static uint16_t rd16(const uint8_t *p)
@@ -1012,8 +1016,8 @@ static uint32_t cut_udp_tunnel(uint8_t *f, uint32_t end)
 	return end;
 }
 
-static uint32_t build_variant(struct dpflow_gen *g, enum variant v,
-			      uint32_t f, uint8_t *b, uint32_t cap,
+static uint32_t build_variant(struct dpflow_gen *g, enum variant v, uint32_t f,
+			      uint8_t *b, uint32_t cap,
 			      struct dpflow_gen_spec *s)
 {
 	uint32_t len = 0;
@@ -1170,8 +1174,7 @@ static uint32_t build_variant(struct dpflow_gen *g, enum variant v,
 		return cut_ip(b, ETH_LEN, L4_V4 + 4);
 	case V_UDP_LEN_SMALL:
 	case V_UDP_LEN_BIG:
-		wr16(b + L4_V4 + 4,
-		     v == V_UDP_LEN_SMALL ? 7 : len - L4_V4 + 1);
+		wr16(b + L4_V4 + 4, v == V_UDP_LEN_SMALL ? 7 : len - L4_V4 + 1);
 		fix_l4(b, ETH_LEN, L4_V4, len);
 		return len;
 	case V_ICMP_TRUNC:

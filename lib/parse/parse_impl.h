@@ -476,6 +476,7 @@ dpflow_parse_hdrs(const uint8_t *f, uint32_t off, uint32_t end, unsigned start,
 		r = dpflow_parse_ipv6(f, &off, &end, h);
 	else {
 		h->l3_type = DPFLOW_L3_OTHER;
+		h->l4_off = h->pay_off = (uint16_t)off;
 		return DPFLOW_DROP_NONE;
 	}
 	if (DPFLOW_UNLIKELY(r))

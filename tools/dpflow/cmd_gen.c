@@ -17,40 +17,40 @@
 #include "cmds.h"
 
 #define GEN_EPOCH_NS UINT64_C(1704067200000000000) /* 2024-01-01 UTC */
-#define GEN_BURST 32
+#define GEN_BURST    32
 #define GEN_HDR_ROOM 512 /* headers beyond --size a frame may need */
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: dpflow gen [PROFILE] [OPTIONS] -o FILE.pcap\n"
-		"\n"
-		"Write test traffic to a pcap file. PROFILE is default, all,\n"
-		"imix or vxlan (default: default); options override it.\n"
-		"\n"
-		"  -o, --output FILE     pcap file to write (required)\n"
-		"  --count N             packets (1..2^40)\n"
-		"  --flows N             distinct flows (1..4194304)\n"
-		"  --size N|imix         frame bytes without FCS (14..9600), or\n"
-		"                        IMIX 64/576/1500 at 7:4:1\n"
-		"  --mix tcp:P,udp:P,icmp:P,sctp:P\n"
-		"                        protocol shares of flows (sum 100)\n"
-		"  --ipv6 PCT            share of IPv6 flows (and tunnel ends)\n"
-		"  --vlan ID[:PCT]       802.1Q tag on PCT%% of flows (100)\n"
-		"  --qinq ID[:PCT]       802.1ad outer tag on PCT%% of tagged\n"
-		"                        flows (needs --vlan)\n"
-		"  --tunnel vxlan:P,geneve:P,gre:P,ipip:P\n"
-		"                        tunnelled share of flows (sum <= 100)\n"
-		"  --frag PCT            share of packets built as fragments\n"
-		"  --ipv4-opt PCT        share of IPv4 headers with options\n"
-		"  --ipv6-ext PCT        share of IPv6 headers with extension\n"
-		"                        headers\n"
-		"  --seed N              PRNG seed (decimal or 0x hex)\n"
-		"  --malformed           write the malformed variants instead\n"
-		"  --manifest FILE       write one JSON object per packet\n"
-		"  -h, --help            this text\n"
-		"\n"
-		"Exit status: 0 written, 1 write error, 2 usage error.\n");
+	fputs("usage: dpflow gen [PROFILE] [OPTIONS] -o FILE.pcap\n"
+	      "\n"
+	      "Write test traffic to a pcap file. PROFILE is default, all,\n"
+	      "imix or vxlan (default: default); options override it.\n"
+	      "\n"
+	      "  -o, --output FILE     pcap file to write (required)\n"
+	      "  --count N             packets (1..2^40)\n"
+	      "  --flows N             distinct flows (1..4194304)\n"
+	      "  --size N|imix         frame bytes without FCS (14..9600), or\n"
+	      "                        IMIX 64/576/1500 at 7:4:1\n"
+	      "  --mix tcp:P,udp:P,icmp:P,sctp:P\n"
+	      "                        protocol shares of flows (sum 100)\n"
+	      "  --ipv6 PCT            share of IPv6 flows (and tunnel ends)\n"
+	      "  --vlan ID[:PCT]       802.1Q tag on PCT% of flows (100)\n"
+	      "  --qinq ID[:PCT]       802.1ad outer tag on PCT% of tagged\n"
+	      "                        flows (needs --vlan)\n"
+	      "  --tunnel vxlan:P,geneve:P,gre:P,ipip:P\n"
+	      "                        tunnelled share of flows (sum <= 100)\n"
+	      "  --frag PCT            share of packets built as fragments\n"
+	      "  --ipv4-opt PCT        share of IPv4 headers with options\n"
+	      "  --ipv6-ext PCT        share of IPv6 headers with extension\n"
+	      "                        headers\n"
+	      "  --seed N              PRNG seed (decimal or 0x hex)\n"
+	      "  --malformed           write the malformed variants instead\n"
+	      "  --manifest FILE       write one JSON object per packet\n"
+	      "  -h, --help            this text\n"
+	      "\n"
+	      "Exit status: 0 written, 1 write error, 2 usage error.\n",
+	      out);
 }
 
 /* --- manifest ---------------------------------------------------------- */
@@ -63,9 +63,9 @@ static const char *l3_name(uint8_t t)
 static const char *l4_name(uint8_t t)
 {
 	static const char *const names[] = {
-		[DPFLOW_L4_TCP] = "tcp",   [DPFLOW_L4_UDP] = "udp",
-		[DPFLOW_L4_ICMP] = "icmp", [DPFLOW_L4_ICMPV6] = "icmpv6",
-		[DPFLOW_L4_SCTP] = "sctp", [DPFLOW_L4_OTHER] = "other",
+	    [DPFLOW_L4_TCP] = "tcp",   [DPFLOW_L4_UDP] = "udp",
+	    [DPFLOW_L4_ICMP] = "icmp", [DPFLOW_L4_ICMPV6] = "icmpv6",
+	    [DPFLOW_L4_SCTP] = "sctp", [DPFLOW_L4_OTHER] = "other",
 	};
 	return t < DPFLOW_ARRAY_SIZE(names) ? names[t] : NULL;
 }
@@ -73,10 +73,10 @@ static const char *l4_name(uint8_t t)
 static const char *tun_name(uint8_t t)
 {
 	static const char *const names[] = {
-		[DPFLOW_TUN_VXLAN] = "vxlan",
-		[DPFLOW_TUN_GENEVE] = "geneve",
-		[DPFLOW_TUN_GRE] = "gre",
-		[DPFLOW_TUN_IPIP] = "ipip",
+	    [DPFLOW_TUN_VXLAN] = "vxlan",
+	    [DPFLOW_TUN_GENEVE] = "geneve",
+	    [DPFLOW_TUN_GRE] = "gre",
+	    [DPFLOW_TUN_IPIP] = "ipip",
 	};
 	return t < DPFLOW_ARRAY_SIZE(names) ? names[t] : NULL;
 }
@@ -99,8 +99,8 @@ static void json_num(FILE *f, const char *key, bool present, uint64_t v)
 
 static void json_mac(FILE *f, const char *key, const uint8_t *m)
 {
-	fprintf(f, ",\"%s\":\"%02x:%02x:%02x:%02x:%02x:%02x\"", key, m[0],
-		m[1], m[2], m[3], m[4], m[5]);
+	fprintf(f, ",\"%s\":\"%02x:%02x:%02x:%02x:%02x:%02x\"", key, m[0], m[1],
+		m[2], m[3], m[4], m[5]);
 }
 
 static void json_addr(FILE *f, const char *key, const struct dpflow_gen_l3 *l3,
@@ -185,14 +185,14 @@ static void json_l3(FILE *f, const struct dpflow_gen_spec *s,
 
 	if (tunnelled)
 		l4 = s->tun_type == DPFLOW_TUN_VXLAN ||
-				     s->tun_type == DPFLOW_TUN_GENEVE
-			     ? DPFLOW_L4_UDP
-			     : DPFLOW_L4_OTHER;
+			     s->tun_type == DPFLOW_TUN_GENEVE
+			 ? DPFLOW_L4_UDP
+			 : DPFLOW_L4_OTHER;
 	if (later)
 		l4 = DPFLOW_L4_NONE;
 	icmp = l4 == DPFLOW_L4_ICMP || l4 == DPFLOW_L4_ICMPV6;
-	ports = l4 == DPFLOW_L4_TCP || l4 == DPFLOW_L4_UDP ||
-		l4 == DPFLOW_L4_SCTP;
+	ports =
+	    l4 == DPFLOW_L4_TCP || l4 == DPFLOW_L4_UDP || l4 == DPFLOW_L4_SCTP;
 
 	json_str(f, "l3", l3_name(l3->l3_type));
 	json_addr(f, "src", l3, l3->src);
@@ -209,8 +209,8 @@ static void json_l3(FILE *f, const struct dpflow_gen_spec *s,
 	fprintf(f, ",\"frag\":%s", l3->frag ? "true" : "false");
 	json_str(f, "frag_kind",
 		 l3->frag == DPFLOW_FRAG_FIRST ? "first"
-		 : later			 ? "later"
-						 : NULL);
+		 : later		       ? "later"
+					       : NULL);
 	json_num(f, "frag_off", true, later ? l3->frag_off : 0);
 	json_str(f, "l4", l4_name(l4));
 	json_num(f, "sport", ports, l3->sport);
@@ -225,20 +225,20 @@ static void manifest_line(FILE *f, uint64_t i, uint32_t len,
 			  const struct dpflow_gen_info *info)
 {
 	const struct dpflow_gen_spec *s = &info->spec;
-	uint8_t tun = s->outer.frag == DPFLOW_FRAG_LATER ? DPFLOW_TUN_NONE
-							 : s->tun_type;
+	uint8_t tun =
+	    s->outer.frag == DPFLOW_FRAG_LATER ? DPFLOW_TUN_NONE : s->tun_type;
 	bool udp_tun = tun == DPFLOW_TUN_VXLAN || tun == DPFLOW_TUN_GENEVE;
-	bool inner_eth = tun == DPFLOW_TUN_VXLAN ||
-			 (tun != DPFLOW_TUN_NONE && s->inner_eth);
+	bool inner_eth =
+	    tun == DPFLOW_TUN_VXLAN || (tun != DPFLOW_TUN_NONE && s->inner_eth);
 
 	fprintf(f, "{\"i\":%" PRIu64 ",\"len\":%" PRIu32 ",\"flow\":%" PRIu32,
 		i, len, info->flow);
 	json_str(f, "variant", info->variant);
 	json_str(f, "expect_drop",
-		 info->expect_drop < 0	  ? "any"
-		 : info->expect_drop == 0 ? NULL
-					  : dpflow_drop_name(
-						    (unsigned)info->expect_drop));
+		 info->expect_drop < 0 ? "any"
+		 : info->expect_drop == 0
+		     ? NULL
+		     : dpflow_drop_name((unsigned)info->expect_drop));
 	json_str(f, "l2", s->has_eth ? "eth" : NULL);
 	if (s->has_eth) {
 		json_mac(f, "src_mac", s->src_mac);
@@ -255,12 +255,11 @@ static void manifest_line(FILE *f, uint64_t i, uint32_t len,
 	json_num(f, "key", tun == DPFLOW_TUN_GRE && s->gre_key, s->tun_id);
 	json_num(f, "tun_proto",
 		 tun == DPFLOW_TUN_GENEVE || tun == DPFLOW_TUN_GRE,
-		 inner_eth ? 0x6558
+		 inner_eth			      ? 0x6558
 		 : s->inner.l3_type == DPFLOW_L3_IPV6 ? 0x86dd
 						      : 0x0800);
 	if (tun == DPFLOW_TUN_GRE)
-		fprintf(f, ",\"gre_csum\":%s",
-			s->gre_csum ? "true" : "false");
+		fprintf(f, ",\"gre_csum\":%s", s->gre_csum ? "true" : "false");
 	else
 		fprintf(f, ",\"gre_csum\":null");
 	json_num(f, "gre_seq", tun == DPFLOW_TUN_GRE && s->gre_seq,
@@ -284,8 +283,8 @@ static void manifest_line(FILE *f, uint64_t i, uint32_t len,
 
 /* Options that map one to one onto profile keys. */
 static const char *const profile_keys[] = {
-	"count", "flows", "size", "mix",      "ipv6",     "vlan",
-	"qinq",	 "tunnel", "frag", "ipv4-opt", "ipv6-ext", "seed",
+    "count", "flows",  "size", "mix",	   "ipv6",     "vlan",
+    "qinq",  "tunnel", "frag", "ipv4-opt", "ipv6-ext", "seed",
 };
 
 struct gen_opts {
@@ -299,8 +298,8 @@ struct gen_opts {
 	unsigned n;
 };
 
-__attribute__((format(printf, 1, 2))) static int
-usage_error(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
+							     ...)
 {
 	va_list ap;
 
@@ -413,11 +412,11 @@ static int write_all(struct gen_run *r, const char *output)
 		}
 		while (m < n && r->written + m < r->count) {
 			struct dpflow_pkt_meta *meta =
-				dpflow_pool_meta(r->pool, idx[m]);
+			    dpflow_pool_meta(r->pool, idx[m]);
 			uint8_t *data = dpflow_pkt_data(r->pool, idx[m]);
 			uint32_t len = dpflow_gen_next(
-				r->gen, data,
-				dpflow_pkt_tailroom(r->pool, idx[m]), &info);
+			    r->gen, data, dpflow_pkt_tailroom(r->pool, idx[m]),
+			    &info);
 			if (!len) {
 				fprintf(stderr,
 					"dpflow gen: packet %" PRIu64
@@ -428,7 +427,7 @@ static int write_all(struct gen_run *r, const char *output)
 			}
 			meta->data_len = (uint16_t)len;
 			meta->tx_time_ns =
-				GEN_EPOCH_NS + (r->written + m) * 1000;
+			    GEN_EPOCH_NS + (r->written + m) * 1000;
 			if (r->manifest)
 				manifest_line(r->manifest, r->written + m, len,
 					      &info);
@@ -482,11 +481,11 @@ int cmd_gen(int argc, char **argv)
 	rc = 1;
 	uint32_t room = (uint32_t)prof.size + GEN_HDR_ROOM;
 	struct dpflow_pool_params pp = {
-		.name = "gen",
-		.n_slots = 2 * GEN_BURST,
-		.data_room = (uint16_t)(room < DPFLOW_POOL_DATA_ROOM_DEFAULT
-						? DPFLOW_POOL_DATA_ROOM_DEFAULT
-						: room),
+	    .name = "gen",
+	    .n_slots = 2 * GEN_BURST,
+	    .data_room = (uint16_t)(room < DPFLOW_POOL_DATA_ROOM_DEFAULT
+					? DPFLOW_POOL_DATA_ROOM_DEFAULT
+					: room),
 	};
 	r.pool = dpflow_pool_create(&pp, &err);
 	if (!r.pool) {
@@ -501,7 +500,7 @@ int cmd_gen(int argc, char **argv)
 	}
 	r.port = dpflow_port_open(r.pool, uri, &err);
 	if (!r.port) {
-		fprintf(stderr, "dpflow gen: %s: %s\n", o.output, err.msg);
+		fprintf(stderr, "dpflow gen: -o: %s\n", err.msg);
 		goto out;
 	}
 	if (o.manifest) {
@@ -523,15 +522,15 @@ int cmd_gen(int argc, char **argv)
 		FILE *m = r.manifest;
 		r.manifest = NULL;
 		if (ferror(m) | fclose(m)) {
-			fprintf(stderr, "dpflow gen: --manifest '%s': write "
-					"failed\n",
+			fprintf(stderr,
+				"dpflow gen: --manifest '%s': write "
+				"failed\n",
 				o.manifest);
 			goto out;
 		}
 	}
 	rc = 0;
-	printf("dpflow gen: %" PRIu64 " packets to %s\n", r.written,
-	       o.output);
+	printf("dpflow gen: %" PRIu64 " packets to %s\n", r.written, o.output);
 out:
 	if (r.manifest)
 		fclose(r.manifest);
