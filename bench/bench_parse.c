@@ -5,7 +5,9 @@
  * 64-byte frames over --flows flows, and the same frames inside VXLAN
  * (Ethernet/IPv4/UDP/VXLAN outer, 114 bytes). Bursts of --burst packets go
  * through dpflow_parse_burst() until --seconds have passed; the best of
- * --trials runs is reported (TSC cycles per packet, Mpps).
+ * --trials runs is reported (TSC cycles per packet, Mpps). When dpflow is
+ * built with DPDK, the same frames go through rte_net_get_ptype() in the
+ * same run as the peer (bench_parse_dpdk.c).
  */
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -16,6 +18,9 @@
 #include "dpflow/dpflow.h"
 
 #include "bench.h"
+#ifdef DPFLOW_HAVE_DPDK
+#include "bench_dpdk.h"
+#endif
 
 struct parse_opts {
 	uint32_t packets;
@@ -23,6 +28,7 @@ struct parse_opts {
 	uint32_t burst;
 	double seconds;
 	unsigned trials;
+	bool peer; /* run the DPDK peer when built with it */
 };
 
 static void fill_spec(struct dpflow_gen_spec *s, uint32_t flow, bool vxlan)
@@ -130,6 +136,23 @@ static int run_set(const struct parse_opts *o, bool vxlan)
 			best.tsc_cycles = now - start;
 		}
 	}
+#ifdef DPFLOW_HAVE_DPDK
+	if (o->peer) {
+		const uint8_t **frames = calloc(o->packets, sizeof(*frames));
+		uint16_t *lens = calloc(o->packets, sizeof(*lens));
+
+		for (uint32_t i = 0; frames && lens && i < o->packets; i++) {
+			frames[i] = dpflow_pkt_data(pool, idx[i]);
+			lens[i] = dpflow_pool_meta(pool, idx[i])->data_len;
+		}
+		if (frames && lens &&
+		    bench_dpdk_parse(frames, lens, o->packets, o->seconds,
+				     o->trials, &best.peer_mpps) == 0)
+			best.peer = "dpdk-rte_net_get_ptype";
+		free(frames);
+		free(lens);
+	}
+#endif
 	best.workload = "parse";
 	best.variant = vxlan ? "vxlan-64B" : "eth-ipv4-tcp-64B";
 	best.seconds = (double)best.tsc_cycles / (double)dpflow_tsc_hz();
@@ -156,7 +179,8 @@ static void usage(FILE *out)
 		"  --flows N    distinct flows (default 1024)\n"
 		"  --burst N    packets per dpflow_parse_burst call (default 32)\n"
 		"  --seconds S  length of one trial (default 0.5)\n"
-		"  --trials N   trials per set (default 5)\n");
+		"  --trials N   trials per set (default 5)\n"
+		"  --no-peer    skip the DPDK rte_net_get_ptype() peer\n");
 }
 
 int bench_parse(int argc, char **argv)
@@ -167,10 +191,11 @@ int bench_parse(int argc, char **argv)
 		{"burst", required_argument, NULL, 'b'},
 		{"seconds", required_argument, NULL, 's'},
 		{"trials", required_argument, NULL, 't'},
+		{"no-peer", no_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct parse_opts o = {4096, 1024, 32, 0.5, 5};
+	struct parse_opts o = {4096, 1024, 32, 0.5, 5, true};
 	char *end;
 	int c, li = 0;
 
@@ -181,6 +206,10 @@ int bench_parse(int argc, char **argv)
 		if (c == 'h') {
 			usage(stdout);
 			return 0;
+		}
+		if (c == 'n') {
+			o.peer = false;
+			continue;
 		}
 		if (c == '?') {
 			usage(stderr);

@@ -452,7 +452,7 @@ static void put_l4(struct wbuf *w, const struct dpflow_gen_l3 *l3)
 	case DPFLOW_L4_SCTP: {
 		/* Common header, then one DATA chunk (B and E set) whose user
 		 * data is padded to 4 bytes (RFC 9260 3.2, 3.3.1). */
-		uint32_t pad = (4 - l3->payload_len % 4) % 4;
+		uint32_t pad = (4u - l3->payload_len % 4u) % 4u;
 		p = take(w, 28);
 		if (!p)
 			return;

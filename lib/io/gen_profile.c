@@ -324,8 +324,9 @@ int dpflow_gen_profile_set(struct dpflow_gen_profile *p, const char *key,
 static int profile_check(const struct dpflow_gen_profile *p,
 			 struct dpflow_error *err)
 {
-	unsigned mix = p->pct_tcp + p->pct_udp + p->pct_icmp + p->pct_sctp;
-	unsigned tun = p->pct_vxlan + p->pct_geneve + p->pct_gre + p->pct_ipip;
+	unsigned mix = 0u + p->pct_tcp + p->pct_udp + p->pct_icmp + p->pct_sctp;
+	unsigned tun =
+	    0u + p->pct_vxlan + p->pct_geneve + p->pct_gre + p->pct_ipip;
 
 	if (p->count < 1 || p->count > COUNT_MAX)
 		return dpflow_error_set(err, EINVAL, "count",

@@ -77,7 +77,8 @@ class Tap:
 
 
 def layers(p):
-    while p is not None and not isinstance(p, type(None)) and p.name:
+    """@p and the layers under it, Ethernet padding left out."""
+    while p is not None:
         yield p
         if not p.payload or isinstance(p.payload, Padding):
             break
@@ -197,9 +198,8 @@ def describe(p):
         d.update(tun="geneve", vni=g.vni, tun_proto=g.proto,
                  geneve_opt_len=g.optionlen * 4)
         inner = g.payload
-    elif isinstance(lay.payload, GRE) or (
-            isinstance(l4, GRE)):
-        g = l4 if isinstance(l4, GRE) else lay.payload
+    elif isinstance(l4, GRE):
+        g = l4
         d.update(tun="gre", tun_proto=g.proto,
                  gre_csum=bool(g.chksum_present),
                  key=g.key if g.key_present else None,
@@ -249,8 +249,9 @@ def compare_layer(m, d, keys, where, errs):
     if m.get("payload_len") is not None:
         got = d.get("payload")
         if got != pattern(m["payload_len"]):
-            errs.append("%spayload: %r bytes, not the %d-byte pattern"
-                        % (where, None if got is None else len(got),
+            errs.append("%spayload: %s, not the %d-byte pattern"
+                        % (where, "missing" if got is None else
+                           "%d bytes %s" % (len(got), got[:16].hex()),
                            m["payload_len"]))
 
 

@@ -351,8 +351,9 @@ class TPacket(object):
 
 def tshark_packets(path):
     """Yield (TPacket or Unverifiable) for each packet of @path."""
+    errf = tempfile.TemporaryFile()
     proc = subprocess.Popen(tshark_cmd(path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=tshark_env())
+                            stderr=errf, env=tshark_env())
     try:
         for _, el in ET.iterparse(proc.stdout):
             if el.tag != 'packet':
@@ -364,9 +365,10 @@ def tshark_packets(path):
             el.clear()
     finally:
         proc.stdout.close()
-        err = proc.stderr.read().decode('utf-8', 'replace')
-        proc.stderr.close()
         rc = proc.wait()
+        errf.seek(0)
+        err = errf.read().decode('utf-8', 'replace')
+        errf.close()
         if rc != 0:
             raise RuntimeError('tshark exited %d on %s: %s' %
                                (rc, path, err.strip()[-500:]))

@@ -187,6 +187,8 @@ def cap_l2():
            Dot1Q(prio=3, vlan=200) / v4() / TCP(flags='SA')))
     a(Case('802.1Q + 802.1Q', E() / Dot1Q(vlan=1) / Dot1Q(vlan=2) / v6() /
            TCP()))
+    a(Case('802.1Q + 802.1ad (reverse order)', pad(
+        E() / Dot1Q(vlan=11) / Dot1AD(vlan=12) / v4() / UDP())))
     a(Case('802.1ad + 802.1ad', pad(E() / Dot1AD(vlan=7) / Dot1AD(vlan=8) /
                                     v4() / UDP())))
     a(Case('arp', pad(E(dst='ff:ff:ff:ff:ff:ff') /
@@ -329,6 +331,8 @@ def cap_ipv6():
     exts = v6() / IPv6ExtHdrHopByHop()
     for _ in range(6):
         exts = exts / IPv6ExtHdrDestOpt()
+    a(Case('dst opts before hop-by-hop (any order is walked)', E() / v6() /
+           IPv6ExtHdrDestOpt() / IPv6ExtHdrHopByHop() / UDP()))
     a(Case('8 extension headers (the maximum)', E() / exts /
            IPv6ExtHdrRouting() / UDP()))
     a(Case('no next header', pad(E() / v6(nh=59))))
@@ -414,6 +418,15 @@ def cap_l4():
            SCTPChunkInit()))
     a(Case('sctp data', E() / v6() / SCTP(sport=1, dport=2) /
            SCTPChunkData(data=b'abc')))
+    a(Case('sctp chunk length beyond the packet (not checked)', E() / v4() /
+           SCTP(sport=3, dport=4) / Raw(b'\x00\x03\x01\x00' + b'\x00' * 8)))
+    a(Case('tcp option with length 0 (options not parsed)',
+           with_byte(bytes(E() / v4() / TCP(options=[('MSS', 1460)])),
+                     14 + 20 + 21, 0)))
+    a(Case('icmp unreachable quoting 8 bytes of an ipv4 header', E() / v4() /
+           ICMP(type=3, code=1) / Raw(bytes(v4() / UDP())[:8])))
+    a(Case('icmpv6 unreachable quoting a cut ipv6 header', E() / v6() /
+           ICMPv6DestUnreach() / Raw(bytes(v6())[:20])))
     a(Case('sctp common header only', pad(E() / v4() / SCTP(sport=7,
                                                             dport=9))))
     a(Case('udp source port 4789 (not vxlan: destination port decides)',
@@ -540,6 +553,10 @@ def cap_geneve():
     a(Case('geneve outer vlan ipv6', E() / Dot1Q(vlan=3) / v6() /
            UDP(sport=60000, dport=6081) /
            Raw(geneve_hdr(9, 0x0800) + bytes(v4() / SCTP()))))
+    a(Case('geneve option length overrunning the options (not checked)',
+           udp_tun(v4(), 6081, geneve_hdr(13, 0x0800,
+                                          struct.pack('!HBB', 1, 1, 5)) +
+                   bytes(v4() / UDP()))))
     a(Case('geneve inner arp', udp_tun(
         v4(), 6081, geneve_hdr(10, 0x6558) + pad(inner_eth() / ARP()))))
     a(Case('geneve inner ipv4 fragment later', udp_tun(
@@ -586,6 +603,8 @@ def cap_gre():
                                      Raw(gre_hdr(0x0800, inner4)))))))
     a(Case('gre outer ipv6 ext chain', E() / v6() / IPv6ExtHdrHopByHop() /
            IPv6ExtHdrDestOpt(nh=47) / Raw(gre_hdr(0x0800, inner4, key=3))))
+    a(Case('gre strict-route and recursion bits set (not checked)', E() /
+           v4(proto=47) / Raw(struct.pack('!HH', 0x0b00, 0x0800) + inner4)))
     a(Case('gre outer padded', pad(E() / v4(proto=47) /
                                    Raw(gre_hdr(0x0800, bytes(v4(proto=253)))),
                                    90, b'\x99')))
@@ -881,6 +900,8 @@ def cap_malformed():
       Raw(bytes(TCP())[:10]))
     m('tcp_truncated', 'first fragment with 8 bytes of tcp', E() /
       v4(flags='MF', proto=6) / Raw(bytes(TCP())[:8]))
+    m('tcp_truncated', 'ipv6 hop-by-hop filling the datagram, tcp next',
+      pad(E() / v6(plen=8) / IPv6ExtHdrHopByHop(nh=6), 80))
     m('tcp_truncated', 'tcp cut by ip total length, frame padded',
       pad(E() / v4(proto=6, len=30) / Raw(bytes(TCP())), 80))
     m('tcp_truncated', 'vxlan inner tcp 12 bytes', vx(
