@@ -33,7 +33,12 @@ test: build san
 demo: build
 	sh scripts/demo.sh $(DPFLOW)
 
+# Benchmarks with their peers: DPDK is installed on first use, and the
+# build is reconfigured to pick it up.
 bench: build
+	@sh scripts/deps.sh --bench
+	@meson setup --reconfigure $(BUILD) >/dev/null
+	ninja -C $(BUILD)
 	$(DPFLOW) bench parse
 
 install: build

@@ -102,16 +102,16 @@ static int run_set(const struct parse_opts *o, bool vxlan)
 		bytes += len;
 	}
 	/* every packet must parse cleanly, or the figure means nothing */
-	if (dpflow_parse_burst(pool, idx, (uint16_t)(o->packets < 256
-							     ? o->packets
-							     : 256)) !=
+	if (dpflow_parse_burst(
+		pool, idx, (uint16_t)(o->packets < 256 ? o->packets : 256)) !=
 	    (o->packets < 256 ? o->packets : 256)) {
 		fprintf(stderr, "bench parse: test packets do not parse\n");
 		goto out;
 	}
 
 	for (unsigned t = 0; t < o->trials; t++) {
-		uint64_t budget = (uint64_t)(o->seconds * (double)dpflow_tsc_hz());
+		uint64_t budget =
+		    (uint64_t)(o->seconds * (double)dpflow_tsc_hz());
 		uint64_t start = dpflow_tsc(), now = start, pkts = 0;
 		uint64_t ok = 0;
 
@@ -129,9 +129,9 @@ static int run_set(const struct parse_opts *o, bool vxlan)
 				(unsigned long)pkts);
 			goto out;
 		}
-		if (!best.pkts || (double)(now - start) / (double)pkts <
-					  (double)best.tsc_cycles /
-						  (double)best.pkts) {
+		if (!best.pkts ||
+		    (double)(now - start) / (double)pkts <
+			(double)best.tsc_cycles / (double)best.pkts) {
 			best.pkts = pkts;
 			best.tsc_cycles = now - start;
 		}
@@ -169,31 +169,32 @@ out:
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: dpflow bench parse [--packets N] [--flows N] [--burst N]\n"
-		"                          [--seconds S] [--trials N]\n"
-		"\n"
-		"Parse 64-byte Ethernet/IPv4/TCP frames and the same frames in\n"
-		"VXLAN, in memory, on this core. Reports the best of the trials.\n"
-		"  --packets N  frames per set, in one pool (default 4096)\n"
-		"  --flows N    distinct flows (default 1024)\n"
-		"  --burst N    packets per dpflow_parse_burst call (default 32)\n"
-		"  --seconds S  length of one trial (default 0.5)\n"
-		"  --trials N   trials per set (default 5)\n"
-		"  --no-peer    skip the DPDK rte_net_get_ptype() peer\n");
+	fprintf(
+	    out,
+	    "usage: dpflow bench parse [--packets N] [--flows N] [--burst N]\n"
+	    "                          [--seconds S] [--trials N]\n"
+	    "\n"
+	    "Parse 64-byte Ethernet/IPv4/TCP frames and the same frames in\n"
+	    "VXLAN, in memory, on this core. Reports the best of the trials.\n"
+	    "  --packets N  frames per set, in one pool (default 4096)\n"
+	    "  --flows N    distinct flows (default 1024)\n"
+	    "  --burst N    packets per dpflow_parse_burst call (default 32)\n"
+	    "  --seconds S  length of one trial (default 0.5)\n"
+	    "  --trials N   trials per set (default 5)\n"
+	    "  --no-peer    skip the DPDK rte_net_get_ptype() peer\n");
 }
 
 int bench_parse(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"packets", required_argument, NULL, 'p'},
-		{"flows", required_argument, NULL, 'f'},
-		{"burst", required_argument, NULL, 'b'},
-		{"seconds", required_argument, NULL, 's'},
-		{"trials", required_argument, NULL, 't'},
-		{"no-peer", no_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"packets", required_argument, NULL, 'p'},
+	    {"flows", required_argument, NULL, 'f'},
+	    {"burst", required_argument, NULL, 'b'},
+	    {"seconds", required_argument, NULL, 's'},
+	    {"trials", required_argument, NULL, 't'},
+	    {"no-peer", no_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct parse_opts o = {4096, 1024, 32, 0.5, 5, true};
 	char *end;
@@ -234,8 +235,9 @@ int bench_parse(int argc, char **argv)
 			o.trials = (unsigned)v;
 	}
 	if (o.burst > DPFLOW_BURST_MAX || o.burst > o.packets) {
-		fprintf(stderr, "bench parse: --burst must be <= %u and <= "
-				"--packets\n",
+		fprintf(stderr,
+			"bench parse: --burst must be <= %u and <= "
+			"--packets\n",
 			DPFLOW_BURST_MAX);
 		return 2;
 	}

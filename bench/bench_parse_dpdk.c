@@ -25,10 +25,17 @@
 int bench_dpdk_init(void)
 {
 	static int done, status;
-	char *args[] = {"dpflow-bench", "--no-huge",  "--no-pci",
-			"--no-shconf",  "--no-telemetry", "-l",
-			"0",            "-m",         "256",
-			"--log-level",  "*:error"};
+	char *args[] = {"dpflow-bench",
+			"--no-huge",
+			"--no-pci",
+			"--no-shconf",
+			"--no-telemetry",
+			"-l",
+			"0",
+			"-m",
+			"256",
+			"--log-level",
+			"*:error"};
 
 	if (done)
 		return status;
@@ -74,8 +81,8 @@ int bench_dpdk_parse(const uint8_t *const *frames, const uint16_t *lens,
 			for (uint32_t i = 0; i < n; i++) {
 				struct rte_net_hdr_lens hl;
 				if (i + 4 < n)
-					rte_prefetch0(rte_pktmbuf_mtod(
-						m[i + 4], void *));
+					rte_prefetch0(
+					    rte_pktmbuf_mtod(m[i + 4], void *));
 				sink += rte_net_get_ptype(m[i], &hl,
 							  RTE_PTYPE_ALL_MASK);
 				sink += hl.l4_len;
@@ -83,9 +90,9 @@ int bench_dpdk_parse(const uint8_t *const *frames, const uint16_t *lens,
 			pkts += n;
 			now = dpflow_tsc();
 		}
-		double mpps = (double)pkts /
-			      ((double)(now - start) / (double)dpflow_tsc_hz()) /
-			      1e6;
+		double mpps =
+		    (double)pkts /
+		    ((double)(now - start) / (double)dpflow_tsc_hz()) / 1e6;
 		if (mpps > *best_mpps)
 			*best_mpps = mpps;
 	}

@@ -2,10 +2,15 @@
 # Install the Debian packages dpflow needs to build, test and run its demo.
 # Idempotent: a no-op when everything is present; `apt-get update` runs at
 # most once, and only when something is missing. Needs root to install.
+#   scripts/deps.sh          build, test, demo
+#   scripts/deps.sh --bench  also the benchmark peers (DPDK)
 set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
 libcriterion-dev libpcap-dev tshark python3 python3-scapy"
+if [ "${1:-}" = "--bench" ]; then
+	PKGS="$PKGS libdpdk-dev"
+fi
 
 missing=""
 for p in $PKGS; do

@@ -19,10 +19,10 @@
 #endif
 
 #ifdef __cplusplus
-#define DPFLOW_RESTRICT __restrict__
+#define DPFLOW_RESTRICT			__restrict__
 #define DPFLOW_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #else
-#define DPFLOW_RESTRICT restrict
+#define DPFLOW_RESTRICT			restrict
 #define DPFLOW_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
 
@@ -32,9 +32,9 @@
 /* Largest burst any stage takes or returns. */
 #define DPFLOW_BURST_MAX 256
 
-#define DPFLOW_LIKELY(x) __builtin_expect(!!(x), 1)
-#define DPFLOW_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define DPFLOW_ALIGNED(n) __attribute__((aligned(n)))
+#define DPFLOW_LIKELY(x)     __builtin_expect(!!(x), 1)
+#define DPFLOW_UNLIKELY(x)   __builtin_expect(!!(x), 0)
+#define DPFLOW_ALIGNED(n)    __attribute__((aligned(n)))
 #define DPFLOW_CACHE_ALIGNED DPFLOW_ALIGNED(DPFLOW_CACHE_LINE)
 #define DPFLOW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -17,7 +17,7 @@ extern "C" {
 #define DPFLOW_ERROR_MSG_MAX 256
 
 struct dpflow_error {
-	int code;          /* positive errno value, 0 when no error */
+	int code;	   /* positive errno value, 0 when no error */
 	const char *field; /* static string naming the field, or NULL */
 	char msg[DPFLOW_ERROR_MSG_MAX];
 };
@@ -28,7 +28,8 @@ struct dpflow_error {
  * Returns -code so callers can write `return dpflow_error_set(...)`.
  */
 int dpflow_error_set(struct dpflow_error *err, int code, const char *field,
-		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+		     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Reset @err to "no error". Accepts NULL. */
 void dpflow_error_clear(struct dpflow_error *err);

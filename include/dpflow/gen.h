@@ -24,27 +24,27 @@ extern "C" {
 
 /* One IP packet (with optional L2), the unit of dpflow_gen_build(). */
 struct dpflow_gen_l3 {
-	uint8_t l3_type; /* DPFLOW_L3_IPV4 or DPFLOW_L3_IPV6 */
-	uint8_t l4_type; /* DPFLOW_L4_TCP/UDP/ICMP/ICMPV6/SCTP/NONE */
+	uint8_t l3_type;	  /* DPFLOW_L3_IPV4 or DPFLOW_L3_IPV6 */
+	uint8_t l4_type;	  /* DPFLOW_L4_TCP/UDP/ICMP/ICMPV6/SCTP/NONE */
 	uint8_t src[16], dst[16]; /* network order; IPv4 in the first 4 */
-	uint16_t sport, dport;    /* ICMP: type, code */
+	uint16_t sport, dport;	  /* ICMP: type, code */
 	uint8_t ttl, tos, tcp_flags;
 	uint8_t ipv4_opt_len; /* bytes of IPv4 options (multiple of 4, <=40) */
 	uint8_t ipv6_ext[4];  /* IPv6 extension headers in order (0, 43, 44,
 				 60), terminated by 0xff or the array end */
-	uint8_t frag;         /* enum dpflow_frag: build a fragment */
+	uint8_t frag;	      /* enum dpflow_frag: build a fragment */
 	uint16_t frag_off;    /* in 8-byte units, for DPFLOW_FRAG_LATER */
 	uint16_t payload_len; /* L4 payload bytes (pattern filled) */
 	/* Extension (gen.md): values of fields the builder would otherwise
 	 * leave 0. */
-	uint32_t ip_id;       /* IPv4 identification (low 16 bits), IPv6
-				 fragment identification */
+	uint32_t ip_id; /* IPv4 identification (low 16 bits), IPv6
+			   fragment identification */
 	uint32_t tcp_seq, tcp_ack;
 	uint16_t icmp_id, icmp_seq; /* echo identifier and sequence */
 };
 
 struct dpflow_gen_spec {
-	bool has_eth;   /* false: the packet starts at the IP header */
+	bool has_eth; /* false: the packet starts at the IP header */
 	uint8_t src_mac[6], dst_mac[6];
 	uint8_t n_vlan; /* 0..2; vlan[0] outermost (0x88a8 when 2 tags) */
 	uint16_t vlan[2];
@@ -52,7 +52,7 @@ struct dpflow_gen_spec {
 	uint32_t tun_id;  /* VNI / GRE key */
 	bool gre_key, gre_seq, gre_csum;
 	uint8_t geneve_opt_len; /* option bytes (multiple of 4) */
-	bool inner_eth;   /* GENEVE/GRE: inner Ethernet (else inner IP) */
+	bool inner_eth;		/* GENEVE/GRE: inner Ethernet (else inner IP) */
 	struct dpflow_gen_l3 outer;
 	struct dpflow_gen_l3 inner; /* when tun_type != NONE */
 	/* Extension (gen.md): */
@@ -79,15 +79,15 @@ uint32_t dpflow_gen_build(const struct dpflow_gen_spec *spec, uint8_t *buf,
 			  uint32_t cap);
 
 struct dpflow_gen_profile {
-	uint64_t count;  /* packets, default 1000 */
-	uint32_t flows;  /* distinct flows, default 16 */
-	uint16_t size;   /* frame bytes (no FCS); 0 = IMIX 64/576/1500 7:4:1 */
+	uint64_t count; /* packets, default 1000 */
+	uint32_t flows; /* distinct flows, default 16 */
+	uint16_t size;	/* frame bytes (no FCS); 0 = IMIX 64/576/1500 7:4:1 */
 	uint8_t pct_tcp, pct_udp, pct_icmp, pct_sctp; /* sum to 100 */
 	uint8_t pct_ipv6;
-	uint16_t vlan;   /* 802.1Q id, 0 = untagged */
-	uint16_t qinq;   /* 802.1ad outer id, 0 = none (needs vlan) */
+	uint16_t vlan; /* 802.1Q id, 0 = untagged */
+	uint16_t qinq; /* 802.1ad outer id, 0 = none (needs vlan) */
 	uint8_t pct_vxlan, pct_geneve, pct_gre, pct_ipip; /* sum <= 100 */
-	uint8_t pct_frag;   /* share of packets built as fragments */
+	uint8_t pct_frag;     /* share of packets built as fragments */
 	uint8_t pct_ipv4_opt; /* share of IPv4 headers with options */
 	uint8_t pct_ipv6_ext; /* share of IPv6 headers with ext headers */
 	uint64_t seed;
@@ -126,8 +126,8 @@ void dpflow_gen_destroy(struct dpflow_gen *g);
 
 /* What the generator meant a packet to be. */
 struct dpflow_gen_info {
-	uint32_t flow;      /* flow number, 0..flows-1 */
-	int expect_drop;    /* DPFLOW_DROP_* the parser must give; -1: any */
+	uint32_t flow;	     /* flow number, 0..flows-1 */
+	int expect_drop;     /* DPFLOW_DROP_* the parser must give; -1: any */
 	const char *variant; /* malformed variant name, or "ok" */
 	/* Extension (gen.md): the spec the packet was built from (for a
 	 * malformed variant, the valid packet before its defect). */

@@ -58,11 +58,10 @@ struct dpflow_log_ratelimit {
  * When a new window opens after suppressed messages, *@suppressed_out (if
  * not NULL) receives how many were suppressed in the previous window.
  */
-bool dpflow_log_ratelimit_allow(struct dpflow_log_ratelimit *rl,
-				uint32_t burst, uint64_t interval_ns,
-				uint32_t *suppressed_out);
+bool dpflow_log_ratelimit_allow(struct dpflow_log_ratelimit *rl, uint32_t burst,
+				uint64_t interval_ns, uint32_t *suppressed_out);
 
-#define DPFLOW_LOG_ERR(mod, ...) dpflow_log(DPFLOW_LOG_ERR, mod, __VA_ARGS__)
+#define DPFLOW_LOG_ERR(mod, ...)  dpflow_log(DPFLOW_LOG_ERR, mod, __VA_ARGS__)
 #define DPFLOW_LOG_WARN(mod, ...) dpflow_log(DPFLOW_LOG_WARN, mod, __VA_ARGS__)
 #define DPFLOW_LOG_INFO(mod, ...) dpflow_log(DPFLOW_LOG_INFO, mod, __VA_ARGS__)
 #define DPFLOW_LOG_DEBUG(mod, ...) \
@@ -73,10 +72,9 @@ bool dpflow_log_ratelimit_allow(struct dpflow_log_ratelimit *rl,
 	do {                                                                  \
 		static struct dpflow_log_ratelimit dpflow_rl_;                \
 		uint32_t dpflow_rl_sup_ = 0;                                  \
-		if (dpflow_log_ratelimit_allow(&dpflow_rl_, (burst),          \
-					       (uint64_t)(interval_ms) *      \
-						       1000000u,              \
-					       &dpflow_rl_sup_)) {            \
+		if (dpflow_log_ratelimit_allow(                               \
+			&dpflow_rl_, (burst),                                 \
+			(uint64_t)(interval_ms)*1000000u, &dpflow_rl_sup_)) { \
 			if (dpflow_rl_sup_)                                   \
 				dpflow_log(level, mod,                        \
 					   "%u messages suppressed",          \

@@ -27,41 +27,41 @@ extern "C" {
  * the enum and its strings are generated from it. Names are stable: they
  * appear in counters, `dpflow inspect` and metrics.
  */
-#define DPFLOW_FOREACH_DROP(_)                                                 \
-	_(NONE, "none")                                                        \
-	_(ETH_TRUNC, "eth_truncated")                                          \
-	_(VLAN_TRUNC, "vlan_truncated")                                        \
-	_(VLAN_TOO_MANY, "vlan_too_many_tags")                                 \
-	_(IPV4_TRUNC, "ipv4_truncated")                                        \
-	_(IPV4_BAD_VERSION, "ipv4_bad_version")                                \
-	_(IPV4_BAD_IHL, "ipv4_bad_ihl")                                        \
-	_(IPV4_BAD_TOTLEN, "ipv4_bad_total_length")                            \
-	_(IPV6_TRUNC, "ipv6_truncated")                                        \
-	_(IPV6_BAD_VERSION, "ipv6_bad_version")                                \
-	_(IPV6_BAD_PAYLEN, "ipv6_bad_payload_length")                          \
-	_(IPV6_EXT_TRUNC, "ipv6_ext_truncated")                                \
-	_(IPV6_EXT_TOO_MANY, "ipv6_ext_too_many")                              \
-	_(TCP_TRUNC, "tcp_truncated")                                          \
-	_(TCP_BAD_DOFF, "tcp_bad_data_offset")                                 \
-	_(UDP_TRUNC, "udp_truncated")                                          \
-	_(UDP_BAD_LEN, "udp_bad_length")                                       \
-	_(ICMP_TRUNC, "icmp_truncated")                                        \
-	_(SCTP_TRUNC, "sctp_truncated")                                        \
-	_(VXLAN_TRUNC, "vxlan_truncated")                                      \
-	_(GENEVE_TRUNC, "geneve_truncated")                                    \
-	_(GENEVE_BAD_VERSION, "geneve_bad_version")                            \
-	_(GRE_TRUNC, "gre_truncated")                                          \
-	_(GRE_BAD_VERSION, "gre_bad_version")                                  \
-	_(TUN_UNKNOWN_PAYLOAD, "tunnel_unknown_payload")                       \
-	_(PORT_OVERSIZE, "port_oversize")                                      \
-	_(PORT_NO_BUFFER, "port_no_buffer")                                    \
+#define DPFLOW_FOREACH_DROP(_)                           \
+	_(NONE, "none")                                  \
+	_(ETH_TRUNC, "eth_truncated")                    \
+	_(VLAN_TRUNC, "vlan_truncated")                  \
+	_(VLAN_TOO_MANY, "vlan_too_many_tags")           \
+	_(IPV4_TRUNC, "ipv4_truncated")                  \
+	_(IPV4_BAD_VERSION, "ipv4_bad_version")          \
+	_(IPV4_BAD_IHL, "ipv4_bad_ihl")                  \
+	_(IPV4_BAD_TOTLEN, "ipv4_bad_total_length")      \
+	_(IPV6_TRUNC, "ipv6_truncated")                  \
+	_(IPV6_BAD_VERSION, "ipv6_bad_version")          \
+	_(IPV6_BAD_PAYLEN, "ipv6_bad_payload_length")    \
+	_(IPV6_EXT_TRUNC, "ipv6_ext_truncated")          \
+	_(IPV6_EXT_TOO_MANY, "ipv6_ext_too_many")        \
+	_(TCP_TRUNC, "tcp_truncated")                    \
+	_(TCP_BAD_DOFF, "tcp_bad_data_offset")           \
+	_(UDP_TRUNC, "udp_truncated")                    \
+	_(UDP_BAD_LEN, "udp_bad_length")                 \
+	_(ICMP_TRUNC, "icmp_truncated")                  \
+	_(SCTP_TRUNC, "sctp_truncated")                  \
+	_(VXLAN_TRUNC, "vxlan_truncated")                \
+	_(GENEVE_TRUNC, "geneve_truncated")              \
+	_(GENEVE_BAD_VERSION, "geneve_bad_version")      \
+	_(GRE_TRUNC, "gre_truncated")                    \
+	_(GRE_BAD_VERSION, "gre_bad_version")            \
+	_(TUN_UNKNOWN_PAYLOAD, "tunnel_unknown_payload") \
+	_(PORT_OVERSIZE, "port_oversize")                \
+	_(PORT_NO_BUFFER, "port_no_buffer")              \
 	_(PORT_TX_FULL, "port_tx_full")
 
 enum dpflow_drop {
 #define DPFLOW_DROP_ENUM_(name, str) DPFLOW_DROP_##name,
 	DPFLOW_FOREACH_DROP(DPFLOW_DROP_ENUM_)
 #undef DPFLOW_DROP_ENUM_
-		DPFLOW_DROP__COUNT
+	    DPFLOW_DROP__COUNT
 };
 
 /* Stable name of a drop reason ("unknown" when out of range). */
@@ -104,18 +104,18 @@ enum dpflow_frag {
 };
 
 /* meta->flags */
-#define DPFLOW_META_F_TUN_KEY 0x01 /* GRE key present (tun_id holds it) */
-#define DPFLOW_META_F_GRE_SEQ 0x02 /* GRE sequence present (gre_seq) */
-#define DPFLOW_META_F_GRE_CSUM 0x04 /* GRE checksum present */
-#define DPFLOW_META_F_GENEVE_OAM 0x08
+#define DPFLOW_META_F_TUN_KEY	  0x01 /* GRE key present (tun_id holds it) */
+#define DPFLOW_META_F_GRE_SEQ	  0x02 /* GRE sequence present (gre_seq) */
+#define DPFLOW_META_F_GRE_CSUM	  0x04 /* GRE checksum present */
+#define DPFLOW_META_F_GENEVE_OAM  0x08
 #define DPFLOW_META_F_GENEVE_CRIT 0x10
 
 /* ICMP/ICMPv6 keep type and code in sport and dport (as Open vSwitch). */
 struct dpflow_hdr {
 	uint8_t src[16]; /* IPv4: first 4 bytes; network order */
 	uint8_t dst[16];
-	uint16_t sport; /* TCP/UDP/SCTP port; ICMP type */
-	uint16_t dport; /* TCP/UDP/SCTP port; ICMP code */
+	uint16_t sport;	 /* TCP/UDP/SCTP port; ICMP type */
+	uint16_t dport;	 /* TCP/UDP/SCTP port; ICMP code */
 	uint16_t l2_off; /* offsets from the first byte of the frame */
 	uint16_t l3_off;
 	uint16_t l4_off;
@@ -127,10 +127,10 @@ struct dpflow_hdr {
 	uint8_t l2_type; /* enum dpflow_l2_type */
 	uint8_t l3_type; /* enum dpflow_l3_type */
 	uint8_t l4_type; /* enum dpflow_l4_type */
-	uint8_t proto;   /* IP protocol / last IPv6 next header */
-	uint8_t frag;    /* enum dpflow_frag */
-	uint8_t ttl;     /* IPv4 TTL / IPv6 hop limit */
-	uint8_t tos;     /* IPv4 TOS / IPv6 traffic class (DSCP << 2 | ECN) */
+	uint8_t proto;	 /* IP protocol / last IPv6 next header */
+	uint8_t frag;	 /* enum dpflow_frag */
+	uint8_t ttl;	 /* IPv4 TTL / IPv6 hop limit */
+	uint8_t tos;	 /* IPv4 TOS / IPv6 traffic class (DSCP << 2 | ECN) */
 	uint8_t tcp_flags;
 	uint8_t n_ext; /* IPv6 extension headers walked */
 	uint8_t reserved[2];
@@ -146,17 +146,17 @@ struct dpflow_pkt_meta {
 	uint16_t port;
 	uint16_t queue;
 	uint32_t rss_hash;
-	uint8_t drop;     /* enum dpflow_drop */
+	uint8_t drop;	  /* enum dpflow_drop */
 	uint8_t tun_type; /* enum dpflow_tun_type */
-	uint8_t flags;    /* DPFLOW_META_F_* */
+	uint8_t flags;	  /* DPFLOW_META_F_* */
 	uint8_t reserved0;
-	uint32_t tun_id;  /* VXLAN/GENEVE VNI, GRE key */
-	uint16_t tun_off; /* offset of the tunnel header in the frame */
+	uint32_t tun_id;      /* VXLAN/GENEVE VNI, GRE key */
+	uint16_t tun_off;     /* offset of the tunnel header in the frame */
 	uint16_t tun_hdr_len; /* tunnel header bytes, options included */
-	uint16_t tun_proto; /* GENEVE/GRE protocol type */
+	uint16_t tun_proto;   /* GENEVE/GRE protocol type */
 	uint16_t reserved1;
 	uint32_t gre_seq;
-	uint64_t rx_ts_ns; /* receive timestamp, ns since the Unix epoch */
+	uint64_t rx_ts_ns;   /* receive timestamp, ns since the Unix epoch */
 	uint64_t tx_time_ns; /* requested send time, 0 = now */
 	uint32_t reg[DPFLOW_META_REGS]; /* pipeline registers */
 	/* line 1 */

@@ -39,8 +39,8 @@ unsigned dpflow_parse_frame(const uint8_t *frame, uint32_t len,
  * data_len bytes). Returns the number that parsed with no drop reason;
  * the others carry theirs in meta->drop.
  */
-uint16_t dpflow_parse_burst(const struct dpflow_pool *pool,
-			    const uint32_t *idx, uint16_t n);
+uint16_t dpflow_parse_burst(const struct dpflow_pool *pool, const uint32_t *idx,
+			    uint16_t n);
 
 #ifdef __cplusplus
 }

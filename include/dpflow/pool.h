@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define DPFLOW_POOL_HEADROOM_DEFAULT 128
+#define DPFLOW_POOL_HEADROOM_DEFAULT  128
 #define DPFLOW_POOL_DATA_ROOM_DEFAULT 2048
 
 /* Where a pool's region comes from. */
@@ -53,8 +53,8 @@ struct dpflow_pool_params {
 
 /* Data-path view of a pool; the rest of the pool is private. */
 struct dpflow_pool {
-	uint8_t *base;      /* slot 0 */
-	uint32_t stride;    /* bytes per slot, a multiple of 64 */
+	uint8_t *base;	 /* slot 0 */
+	uint32_t stride; /* bytes per slot, a multiple of 64 */
 	uint32_t n_slots;
 	uint16_t headroom;
 	uint16_t data_room;
@@ -69,8 +69,7 @@ void dpflow_pool_destroy(struct dpflow_pool *pool);
  * data_off = headroom, data_len = 0, drop/flags/tun = 0, port = queue = 0,
  * timestamps 0. Returns 0 or -ENOBUFS.
  */
-int dpflow_pool_alloc_bulk(struct dpflow_pool *pool, uint32_t *idx,
-			   unsigned n);
+int dpflow_pool_alloc_bulk(struct dpflow_pool *pool, uint32_t *idx, unsigned n);
 /* Take up to @n slots; returns how many (reset as above). */
 unsigned dpflow_pool_alloc_burst(struct dpflow_pool *pool, uint32_t *idx,
 				 unsigned n);
@@ -109,12 +108,13 @@ DPF_HD static inline uint8_t *dpflow_pool_buf(const struct dpflow_pool *pool,
 DPF_HD static inline uint8_t *dpflow_pkt_data(const struct dpflow_pool *pool,
 					      uint32_t idx)
 {
-	return dpflow_pool_buf(pool, idx) + dpflow_pool_meta(pool, idx)->data_off;
+	return dpflow_pool_buf(pool, idx) +
+	       dpflow_pool_meta(pool, idx)->data_off;
 }
 
 /* Room after the frame's first byte. */
-DPF_HD static inline uint32_t dpflow_pkt_tailroom(const struct dpflow_pool *pool,
-						  uint32_t idx)
+DPF_HD static inline uint32_t
+dpflow_pkt_tailroom(const struct dpflow_pool *pool, uint32_t idx)
 {
 	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, idx);
 	return (uint32_t)pool->headroom + pool->data_room - m->data_off -

@@ -25,7 +25,7 @@ extern "C" {
 
 #define DPFLOW_RING_F_SP_ENQ 0x1 /* one producer thread */
 #define DPFLOW_RING_F_SC_DEQ 0x2 /* one consumer thread */
-#define DPFLOW_RING_F_SPSC (DPFLOW_RING_F_SP_ENQ | DPFLOW_RING_F_SC_DEQ)
+#define DPFLOW_RING_F_SPSC   (DPFLOW_RING_F_SP_ENQ | DPFLOW_RING_F_SC_DEQ)
 
 #define DPFLOW_RING_NAME_MAX 32
 

@@ -23,8 +23,8 @@ static inline unsigned parse_one(const struct dpflow_pool *pool, uint32_t idx)
 	return dpflow_parse_frame_impl(f, m->data_len, m);
 }
 
-uint16_t dpflow_parse_burst(const struct dpflow_pool *pool,
-			    const uint32_t *idx, uint16_t n)
+uint16_t dpflow_parse_burst(const struct dpflow_pool *pool, const uint32_t *idx,
+			    uint16_t n)
 {
 	uint16_t ok = 0;
 	uint16_t i = 0;
@@ -36,8 +36,8 @@ uint16_t dpflow_parse_burst(const struct dpflow_pool *pool,
 
 	for (i = 0; i < n; i++) {
 		if (i + PREFETCH_META_AHEAD < n)
-			DPFLOW_PREFETCH(
-				dpflow_pool_meta(pool, idx[i + PREFETCH_META_AHEAD]));
+			DPFLOW_PREFETCH(dpflow_pool_meta(
+			    pool, idx[i + PREFETCH_META_AHEAD]));
 		if (i + PREFETCH_DATA_AHEAD < n) {
 			uint32_t j = idx[i + PREFETCH_DATA_AHEAD];
 			DPFLOW_PREFETCH(dpflow_pkt_data(pool, j));

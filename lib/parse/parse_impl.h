@@ -24,31 +24,31 @@
 #define DPFLOW_ETHERTYPE_IPV6 0x86dd
 #define DPFLOW_ETHERTYPE_VLAN 0x8100
 #define DPFLOW_ETHERTYPE_QINQ 0x88a8
-#define DPFLOW_ETHERTYPE_TEB 0x6558 /* transparent Ethernet bridging */
+#define DPFLOW_ETHERTYPE_TEB  0x6558 /* transparent Ethernet bridging */
 
-#define DPFLOW_IPPROTO_HOPOPTS 0
-#define DPFLOW_IPPROTO_ICMP 1
-#define DPFLOW_IPPROTO_IPIP 4
-#define DPFLOW_IPPROTO_TCP 6
-#define DPFLOW_IPPROTO_UDP 17
-#define DPFLOW_IPPROTO_IPV6 41
-#define DPFLOW_IPPROTO_ROUTING 43
+#define DPFLOW_IPPROTO_HOPOPTS	0
+#define DPFLOW_IPPROTO_ICMP	1
+#define DPFLOW_IPPROTO_IPIP	4
+#define DPFLOW_IPPROTO_TCP	6
+#define DPFLOW_IPPROTO_UDP	17
+#define DPFLOW_IPPROTO_IPV6	41
+#define DPFLOW_IPPROTO_ROUTING	43
 #define DPFLOW_IPPROTO_FRAGMENT 44
-#define DPFLOW_IPPROTO_GRE 47
-#define DPFLOW_IPPROTO_ICMPV6 58
-#define DPFLOW_IPPROTO_DSTOPTS 60
-#define DPFLOW_IPPROTO_SCTP 132
+#define DPFLOW_IPPROTO_GRE	47
+#define DPFLOW_IPPROTO_ICMPV6	58
+#define DPFLOW_IPPROTO_DSTOPTS	60
+#define DPFLOW_IPPROTO_SCTP	132
 
-#define DPFLOW_UDP_PORT_VXLAN 4789
+#define DPFLOW_UDP_PORT_VXLAN  4789
 #define DPFLOW_UDP_PORT_GENEVE 6081
 
-#define DPFLOW_PARSE_MAX_VLAN 2
+#define DPFLOW_PARSE_MAX_VLAN	  2
 #define DPFLOW_PARSE_MAX_IPV6_EXT 8
 
-#define DPFLOW_GRE_F_CSUM 0x8000
-#define DPFLOW_GRE_F_ROUTING 0x4000
-#define DPFLOW_GRE_F_KEY 0x2000
-#define DPFLOW_GRE_F_SEQ 0x1000
+#define DPFLOW_GRE_F_CSUM	0x8000
+#define DPFLOW_GRE_F_ROUTING	0x4000
+#define DPFLOW_GRE_F_KEY	0x2000
+#define DPFLOW_GRE_F_SEQ	0x1000
 #define DPFLOW_GRE_VERSION_MASK 0x0007
 
 /* Where a header set starts. */
@@ -161,8 +161,8 @@ DPF_HD static inline unsigned dpflow_parse_ipv4(const uint8_t *f, uint32_t *off,
 	h->l3_len = (uint16_t)totlen;
 	frag = dpflow_rd16(ip + 6);
 	if (DPFLOW_UNLIKELY(frag & 0x3fff))
-		h->frag = (frag & 0x1fff) ? DPFLOW_FRAG_LATER
-					  : DPFLOW_FRAG_FIRST;
+		h->frag =
+		    (frag & 0x1fff) ? DPFLOW_FRAG_LATER : DPFLOW_FRAG_FIRST;
 	h->l3_type = DPFLOW_L3_IPV4;
 	*end = *off + totlen;
 	*off += ihl;
@@ -389,8 +389,8 @@ DPF_HD static inline unsigned dpflow_parse_l4(const uint8_t *f, uint32_t off,
 		if (DPFLOW_UNLIKELY(room < 8))
 			return DPFLOW_DROP_UDP_TRUNC;
 		ulen = dpflow_rd16(l4 + 4);
-		if (DPFLOW_UNLIKELY(ulen < 8 ||
-				    (h->frag == DPFLOW_FRAG_NONE && ulen > room)))
+		if (DPFLOW_UNLIKELY(ulen < 8 || (h->frag == DPFLOW_FRAG_NONE &&
+						 ulen > room)))
 			return DPFLOW_DROP_UDP_BAD_LEN;
 		h->sport = dpflow_rd16(l4);
 		h->dport = dpflow_rd16(l4 + 2);
@@ -434,11 +434,11 @@ DPF_HD static inline unsigned dpflow_parse_l4(const uint8_t *f, uint32_t off,
 			m->tun_off = (uint16_t)off;
 			m->tun_hdr_len = 0;
 			m->tun_proto = h->proto == DPFLOW_IPPROTO_IPIP
-					       ? DPFLOW_ETHERTYPE_IPV4
-					       : DPFLOW_ETHERTYPE_IPV6;
+					   ? DPFLOW_ETHERTYPE_IPV4
+					   : DPFLOW_ETHERTYPE_IPV6;
 			in->start = h->proto == DPFLOW_IPPROTO_IPIP
-					    ? DPFLOW_PARSE_IPV4
-					    : DPFLOW_PARSE_IPV6;
+					? DPFLOW_PARSE_IPV4
+					: DPFLOW_PARSE_IPV6;
 			in->off = off;
 			in->end = end;
 			in->found = 1;
@@ -451,10 +451,11 @@ DPF_HD static inline unsigned dpflow_parse_l4(const uint8_t *f, uint32_t off,
 }
 
 /* One header set from @off (link or IP header, per @start) to @end. */
-DPF_HD static inline unsigned
-dpflow_parse_hdrs(const uint8_t *f, uint32_t off, uint32_t end, unsigned start,
-		  struct dpflow_hdr *h, struct dpflow_pkt_meta *m,
-		  struct dpflow_parse_inner *in)
+DPF_HD static inline unsigned dpflow_parse_hdrs(const uint8_t *f, uint32_t off,
+						uint32_t end, unsigned start,
+						struct dpflow_hdr *h,
+						struct dpflow_pkt_meta *m,
+						struct dpflow_parse_inner *in)
 {
 	unsigned r;
 	uint16_t et;
@@ -492,19 +493,17 @@ DPF_HD static inline unsigned dpflow_parse_frame_impl(const uint8_t *f,
 	struct dpflow_parse_inner in;
 	unsigned r;
 
+	/* m->inner is left alone (a cache line not written) unless a tunnel
+	 * is found: it is defined only when tun_type is not NONE. */
 	in.found = 0;
 	m->tun_type = DPFLOW_TUN_NONE;
 	m->flags = 0;
 	m->tun_id = 0;
-	m->inner.l2_type = DPFLOW_L2_NONE;
-	m->inner.l3_type = DPFLOW_L3_NONE;
-	m->inner.l4_type = DPFLOW_L4_NONE;
-	m->inner.n_vlan = 0;
 
 	r = dpflow_parse_hdrs(f, 0, len, DPFLOW_PARSE_ETH, &m->outer, m, &in);
 	if (DPFLOW_UNLIKELY(in.found) && r == DPFLOW_DROP_NONE)
-		r = dpflow_parse_hdrs(f, in.off, in.end, in.start, &m->inner,
-				      m, NULL);
+		r = dpflow_parse_hdrs(f, in.off, in.end, in.start, &m->inner, m,
+				      NULL);
 	m->drop = (uint8_t)r;
 	return r;
 }

@@ -36,11 +36,11 @@ static uint32_t ip4(const char *s)
 
 /* Ethernet / IPv4 (TTL 64) / TCP 1234 -> 80 SYN, no payload: 54 bytes. */
 static const uint8_t tcp4_syn[] = {
-	0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa,
-	0xbb, 0x08, 0x00, 0x45, 0x10, 0x00, 0x28, 0x00, 0x01, 0x00, 0x00,
-	0x40, 0x06, 0x00, 0x00, 0xc0, 0xa8, 0x01, 0x01, 0x0a, 0x00, 0x00,
-	0x02, 0x04, 0xd2, 0x00, 0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-	0x00, 0x00, 0x50, 0x02, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa,
+    0xbb, 0x08, 0x00, 0x45, 0x10, 0x00, 0x28, 0x00, 0x01, 0x00, 0x00,
+    0x40, 0x06, 0x00, 0x00, 0xc0, 0xa8, 0x01, 0x01, 0x0a, 0x00, 0x00,
+    0x02, 0x04, 0xd2, 0x00, 0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x50, 0x02, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00,
 };
 
 Test(parse, ipv4_tcp_known_bytes)
@@ -111,18 +111,18 @@ struct corruption {
 Test(parse, named_drop_reasons)
 {
 	static const struct corruption cases[] = {
-		{"13-byte frame", 0, 0x00, 13, DPFLOW_DROP_ETH_TRUNC},
-		{"IP version 5", 14, 0x55, 0, DPFLOW_DROP_IPV4_BAD_VERSION},
-		{"IHL 4", 14, 0x44, 0, DPFLOW_DROP_IPV4_BAD_IHL},
-		{"IHL 15 beyond frame", 14, 0x4f, 0, DPFLOW_DROP_IPV4_BAD_IHL},
-		{"total length 19", 17, 19, 0, DPFLOW_DROP_IPV4_BAD_TOTLEN},
-		{"total length 41", 17, 41, 0, DPFLOW_DROP_IPV4_BAD_TOTLEN},
-		{"IPv4 header cut", 0, 0x08, 33, DPFLOW_DROP_IPV4_TRUNC},
-		{"TCP doff 4", 46, 0x40, 0, DPFLOW_DROP_TCP_BAD_DOFF},
-		{"TCP doff 6 beyond datagram", 46, 0x60, 0,
-		 DPFLOW_DROP_TCP_BAD_DOFF},
-		{"TCP header cut (total length 39)", 17, 39, 53,
-		 DPFLOW_DROP_TCP_TRUNC},
+	    {"13-byte frame", 0, 0x00, 13, DPFLOW_DROP_ETH_TRUNC},
+	    {"IP version 5", 14, 0x55, 0, DPFLOW_DROP_IPV4_BAD_VERSION},
+	    {"IHL 4", 14, 0x44, 0, DPFLOW_DROP_IPV4_BAD_IHL},
+	    {"IHL 15 beyond frame", 14, 0x4f, 0, DPFLOW_DROP_IPV4_BAD_IHL},
+	    {"total length 19", 17, 19, 0, DPFLOW_DROP_IPV4_BAD_TOTLEN},
+	    {"total length 41", 17, 41, 0, DPFLOW_DROP_IPV4_BAD_TOTLEN},
+	    {"IPv4 header cut", 0, 0x08, 33, DPFLOW_DROP_IPV4_TRUNC},
+	    {"TCP doff 4", 46, 0x40, 0, DPFLOW_DROP_TCP_BAD_DOFF},
+	    {"TCP doff 6 beyond datagram", 46, 0x60, 0,
+	     DPFLOW_DROP_TCP_BAD_DOFF},
+	    {"TCP header cut (total length 39)", 17, 39, 53,
+	     DPFLOW_DROP_TCP_TRUNC},
 	};
 
 	for (size_t c = 0; c < DPFLOW_ARRAY_SIZE(cases); c++) {
@@ -142,8 +142,7 @@ Test(parse, named_drop_reasons)
 }
 
 /* A spec for every shape the parser knows, built by dpflow_gen_build(). */
-static void base_l3(struct dpflow_gen_l3 *l, uint8_t l3, uint8_t l4,
-		    uint32_t n)
+static void base_l3(struct dpflow_gen_l3 *l, uint8_t l3, uint8_t l4, uint32_t n)
 {
 	memset(l, 0, sizeof(*l));
 	l->l3_type = l3;
@@ -159,9 +158,9 @@ static void base_l3(struct dpflow_gen_l3 *l, uint8_t l3, uint8_t l4,
 		l->dst[14] = 1;
 	}
 	l->sport = (uint16_t)(40000 + n);
-	l->dport = (uint16_t)(l4 == DPFLOW_L4_ICMP || l4 == DPFLOW_L4_ICMPV6
-				      ? 0
-				      : 443);
+	l->dport =
+	    (uint16_t)(l4 == DPFLOW_L4_ICMP || l4 == DPFLOW_L4_ICMPV6 ? 0
+								      : 443);
 	if (l4 == DPFLOW_L4_ICMP || l4 == DPFLOW_L4_ICMPV6)
 		l->sport = l4 == DPFLOW_L4_ICMP ? 8 : 128;
 	l->ttl = (uint8_t)(64 - n);
@@ -245,9 +244,8 @@ static void make_spec(unsigned k, struct dpflow_gen_spec *s)
 		if (s->tun_type == DPFLOW_TUN_VXLAN ||
 		    s->tun_type == DPFLOW_TUN_GENEVE) {
 			s->outer.l4_type = DPFLOW_L4_UDP;
-			s->outer.dport = s->tun_type == DPFLOW_TUN_VXLAN
-						 ? 4789
-						 : 6081;
+			s->outer.dport =
+			    s->tun_type == DPFLOW_TUN_VXLAN ? 4789 : 6081;
 		} else
 			s->outer.l4_type = DPFLOW_L4_NONE;
 		base_l3(&s->inner, iv, l4s[(k + 1) % 3], k + 7);
@@ -312,8 +310,8 @@ Test(parse, generated_shapes_field_by_field)
 			cr_expect_eq(m.tun_hdr_len, 8 + s.geneve_opt_len);
 		cr_expect_eq(m.inner.l2_type,
 			     (s.tun_type == DPFLOW_TUN_VXLAN || s.inner_eth)
-				     ? DPFLOW_L2_ETH
-				     : DPFLOW_L2_NONE,
+				 ? DPFLOW_L2_ETH
+				 : DPFLOW_L2_NONE,
 			     "spec %u inner l2", k);
 		check_l3(&m.inner, &s.inner, k, "inner");
 	}
@@ -359,9 +357,9 @@ Test(parse, every_truncation_is_dropped_with_the_right_reason)
 			unsigned want = expected_cut_reason(&full, cut, buf);
 			unsigned got = parse_exact(buf, cut, &m);
 
-			cr_expect_eq(got, want, "spec %u cut %u: got %s want %s",
-				     k, cut, dpflow_drop_name(got),
-				     dpflow_drop_name(want));
+			cr_expect_eq(
+			    got, want, "spec %u cut %u: got %s want %s", k, cut,
+			    dpflow_drop_name(got), dpflow_drop_name(want));
 		}
 	}
 }
@@ -455,7 +453,8 @@ static bool same_hdr(const struct dpflow_hdr *a, const struct dpflow_hdr *b)
 		if (a->vlan[v] != b->vlan[v])
 			return false;
 	if (a->l3_type == DPFLOW_L3_IPV4 || a->l3_type == DPFLOW_L3_IPV6)
-		return !memcmp(a->src, b->src, 16) && !memcmp(a->dst, b->dst, 16);
+		return !memcmp(a->src, b->src, 16) &&
+		       !memcmp(a->dst, b->dst, 16);
 	return true;
 }
 

@@ -16,7 +16,7 @@ struct workload {
 };
 
 static const struct workload workloads[] = {
-	{"parse", bench_parse, "header parser, plain and VXLAN 64-byte frames"},
+    {"parse", bench_parse, "header parser, plain and VXLAN 64-byte frames"},
 };
 
 void bench_report_header(void)
@@ -33,9 +33,9 @@ void bench_report(const struct bench_result *r)
 	double gbps = (double)r->bytes * 8 / r->seconds / 1e9;
 	double ratio = r->peer ? mpps / r->peer_mpps : 0;
 
-	printf("%-8s %-18s %-6s %10.2f %12.2f %10.2f %10s %10s\n",
-	       r->workload, r->variant, "cpu", mpps, cpp, gbps,
-	       r->peer ? r->peer : "-", "-");
+	printf("%-8s %-18s %-6s %10.2f %12.2f %10.2f %10s %10s\n", r->workload,
+	       r->variant, "cpu", mpps, cpp, gbps, r->peer ? r->peer : "-",
+	       "-");
 	if (r->peer)
 		printf("%-8s %-18s %-6s %10.2f %12s %10s %10s %10.2f\n", "",
 		       r->peer, "cpu", r->peer_mpps, "", "", "", ratio);

@@ -14,8 +14,8 @@
 #include "cmds.h"
 
 #define INSPECT_POOL_SLOTS 1024
-#define INSPECT_BURST 32
-#define LINE_MAX_BYTES 2048
+#define INSPECT_BURST	   32
+#define LINE_MAX_BYTES	   2048
 
 struct line {
 	char buf[LINE_MAX_BYTES];
@@ -24,7 +24,7 @@ struct line {
 };
 
 static void put(struct line *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void put(struct line *l, const char *fmt, ...)
 {
@@ -89,9 +89,9 @@ static const char *l3_name(uint8_t t)
 static const char *l4_name(uint8_t t)
 {
 	static const char *const names[] = {
-		[DPFLOW_L4_TCP] = "tcp",       [DPFLOW_L4_UDP] = "udp",
-		[DPFLOW_L4_ICMP] = "icmp",     [DPFLOW_L4_ICMPV6] = "icmpv6",
-		[DPFLOW_L4_SCTP] = "sctp",     [DPFLOW_L4_OTHER] = "other",
+	    [DPFLOW_L4_TCP] = "tcp",   [DPFLOW_L4_UDP] = "udp",
+	    [DPFLOW_L4_ICMP] = "icmp", [DPFLOW_L4_ICMPV6] = "icmpv6",
+	    [DPFLOW_L4_SCTP] = "sctp", [DPFLOW_L4_OTHER] = "other",
 	};
 	return t < DPFLOW_ARRAY_SIZE(names) ? names[t] : NULL;
 }
@@ -99,10 +99,10 @@ static const char *l4_name(uint8_t t)
 static const char *tun_name(uint8_t t)
 {
 	static const char *const names[] = {
-		[DPFLOW_TUN_VXLAN] = "vxlan",
-		[DPFLOW_TUN_GENEVE] = "geneve",
-		[DPFLOW_TUN_GRE] = "gre",
-		[DPFLOW_TUN_IPIP] = "ipip",
+	    [DPFLOW_TUN_VXLAN] = "vxlan",
+	    [DPFLOW_TUN_GENEVE] = "geneve",
+	    [DPFLOW_TUN_GRE] = "gre",
+	    [DPFLOW_TUN_IPIP] = "ipip",
 	};
 	return t < DPFLOW_ARRAY_SIZE(names) ? names[t] : NULL;
 }
@@ -134,9 +134,10 @@ static void put_hdr(struct line *l, const struct dpflow_hdr *h)
 {
 	bool ip = h->l3_type == DPFLOW_L3_IPV4 || h->l3_type == DPFLOW_L3_IPV6;
 	bool ports = h->l4_type == DPFLOW_L4_TCP ||
-		     h->l4_type == DPFLOW_L4_UDP || h->l4_type == DPFLOW_L4_SCTP;
-	bool icmp = h->l4_type == DPFLOW_L4_ICMP ||
-		    h->l4_type == DPFLOW_L4_ICMPV6;
+		     h->l4_type == DPFLOW_L4_UDP ||
+		     h->l4_type == DPFLOW_L4_SCTP;
+	bool icmp =
+	    h->l4_type == DPFLOW_L4_ICMP || h->l4_type == DPFLOW_L4_ICMPV6;
 	char src[INET6_ADDRSTRLEN] = "", dst[INET6_ADDRSTRLEN] = "";
 	int af = h->l3_type == DPFLOW_L3_IPV4 ? AF_INET : AF_INET6;
 
@@ -159,7 +160,7 @@ static void put_hdr(struct line *l, const struct dpflow_hdr *h)
 	put_num(l, "tos", ip, h->tos);
 	put_bool(l, "frag", ip, h->frag != DPFLOW_FRAG_NONE);
 	put_str(l, "frag_kind",
-		!ip		? NULL
+		!ip			       ? NULL
 		: h->frag == DPFLOW_FRAG_FIRST ? "first"
 		: h->frag == DPFLOW_FRAG_LATER ? "later"
 					       : NULL);
@@ -187,11 +188,11 @@ static void put_packet(struct line *l, uint64_t i, int dlt,
 	put_str(l, "tun", tun_name(m->tun_type));
 	put_num(l, "vni",
 		m->tun_type == DPFLOW_TUN_VXLAN ||
-			m->tun_type == DPFLOW_TUN_GENEVE,
+		    m->tun_type == DPFLOW_TUN_GENEVE,
 		m->tun_id);
 	put_num(l, "key",
 		m->tun_type == DPFLOW_TUN_GRE &&
-			(m->flags & DPFLOW_META_F_TUN_KEY),
+		    (m->flags & DPFLOW_META_F_TUN_KEY),
 		m->tun_id);
 	put_key(l, "inner");
 	if (tun) {
@@ -256,25 +257,26 @@ static void summary_print(const struct summary *s)
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: dpflow inspect [--drops-only | --summary] pcap:FILE\n"
-		"\n"
-		"Parse every packet of a pcap or pcapng file and print one JSON\n"
-		"object per packet (format: docs/inspect.md).\n"
-		"\n"
-		"  --drops-only   print only packets the parser drops\n"
-		"  --summary      print counts by layer, tunnel and drop reason\n"
-		"                 instead of one object per packet\n"
-		"  -h, --help     this text\n");
+	fprintf(
+	    out,
+	    "usage: dpflow inspect [--drops-only | --summary] pcap:FILE\n"
+	    "\n"
+	    "Parse every packet of a pcap or pcapng file and print one JSON\n"
+	    "object per packet (format: docs/inspect.md).\n"
+	    "\n"
+	    "  --drops-only   print only packets the parser drops\n"
+	    "  --summary      print counts by layer, tunnel and drop reason\n"
+	    "                 instead of one object per packet\n"
+	    "  -h, --help     this text\n");
 }
 
 int cmd_inspect(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"drops-only", no_argument, NULL, 'd'},
-		{"summary", no_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"drops-only", no_argument, NULL, 'd'},
+	    {"summary", no_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct dpflow_pool_params pp = {.name = "inspect",
 					.n_slots = INSPECT_POOL_SLOTS};
@@ -334,7 +336,7 @@ int cmd_inspect(int argc, char **argv)
 		dpflow_parse_burst(pool, idx, n);
 		for (uint16_t k = 0; k < n; k++, i++) {
 			const struct dpflow_pkt_meta *m =
-				dpflow_pool_meta(pool, idx[k]);
+			    dpflow_pool_meta(pool, idx[k]);
 			if (summarise) {
 				summary_add(&sum, m);
 				continue;

@@ -15,9 +15,10 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{"inspect", cmd_inspect, "print how the parser sees each packet (JSON lines)"},
-	{"gen", cmd_gen, "write test traffic to a pcap file"},
-	{"bench", cmd_bench, "run an in-memory benchmark"},
+    {"inspect", cmd_inspect,
+     "print how the parser sees each packet (JSON lines)"},
+    {"gen", cmd_gen, "write test traffic to a pcap file"},
+    {"bench", cmd_bench, "run an in-memory benchmark"},
 };
 
 static void usage(FILE *out)
