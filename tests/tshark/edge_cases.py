@@ -15,6 +15,7 @@ dpflow's `drop` field.
 
 import logging
 import os
+import random
 import struct
 import sys
 
@@ -63,12 +64,14 @@ class Case(object):
 
 
 class Capture(object):
-    def __init__(self, name, linktype, cases, fmt='pcap', malformed=False):
+    def __init__(self, name, linktype, cases, fmt='pcap', malformed=False,
+                 fuzz=False):
         self.name = name
         self.linktype = linktype
         self.cases = cases
         self.fmt = fmt
-        self.malformed = malformed
+        self.malformed = malformed      # cases carry the drop reason
+        self.fuzz = fuzz                # random corruptions, unlabelled
 
     @property
     def filename(self):
@@ -467,7 +470,8 @@ def cap_vxlan():
     a(Case('vxlan outer qinq + ipv6 ext', E() / Dot1AD(vlan=10) /
            Dot1Q(vlan=20) / v6() / IPv6ExtHdrDestOpt() /
            UDP(sport=50001, dport=4789) /
-           Raw(vxlan_hdr(10) + bytes(inner_eth() / v6() / ICMPv6EchoRequest()))))
+           Raw(vxlan_hdr(10) + bytes(inner_eth() / v6() /
+                                     ICMPv6EchoRequest()))))
     a(Case('vxlan inner vxlan (not opened)', udp_tun(
         v4(), 4789, vxlan_hdr(11) + bytes(
             inner_eth() / v4() / UDP(sport=1, dport=4789) /
@@ -540,7 +544,8 @@ def cap_geneve():
     a(Case('geneve inner ipv4 (0x0800)', udp_tun(
         v4(), 6081, geneve_hdr(5, 0x0800) + bytes(v4(ttl=2) / UDP()))))
     a(Case('geneve inner ipv6 (0x86dd)', udp_tun(
-        v4(), 6081, geneve_hdr(6, 0x86dd) + bytes(v6() / ICMPv6EchoRequest()))))
+        v4(), 6081, geneve_hdr(6, 0x86dd) + bytes(v6() /
+                                                  ICMPv6EchoRequest()))))
     a(Case('geneve inner ipv6 with options', udp_tun(
         v6(), 6081, geneve_hdr(7, 0x86dd, geneve_opt(9, 9, b'\x09' * 4)) +
         bytes(v6() / IPv6ExtHdrDestOpt() / TCP()))))
@@ -1014,12 +1019,41 @@ def cap_malformed():
     return Capture('malformed', LINKTYPE_ETHERNET, c, malformed=True)
 
 
+def cap_fuzz(bases, count=1500, seed=20240101):
+    """Seeded random corruptions of the well-formed Ethernet cases: a cut
+    at a random length, or 1 to 3 random bytes (after the MAC addresses,
+    within the first 120) set to random values. Their expected objects come
+    from tshark alone (no label)."""
+    rnd = random.Random(seed)
+    base = [c for cap in bases for c in cap.cases]
+    c = []
+    for k in range(count):
+        b = rnd.choice(base)
+        d = bytearray(b.data)
+        if rnd.random() < 0.4:
+            d = d[:rnd.randrange(0, len(d))]
+            what = 'cut at %d' % len(d)
+        else:
+            pos = []
+            for _ in range(rnd.randint(1, 3)):
+                p = rnd.randrange(12, min(len(d), 120))
+                d[p] = rnd.randrange(256)
+                pos.append(p)
+            what = 'bytes %s set' % ','.join(map(str, sorted(set(pos))))
+        c.append(Case('%s, %s' % (b.label, what), bytes(d)))
+    return Capture('fuzz', LINKTYPE_ETHERNET, c, fuzz=True)
+
+
 def build():
-    """Every capture, malformed last."""
-    return [cap_l2(), cap_jumbo(), cap_ipv4(), cap_ipv6(), cap_l4(), cap_vxlan(),
-            cap_geneve(), cap_gre(), cap_ipip(), cap_sll(), cap_sll2(),
-            cap_raw(), cap_null(), cap_loop(), cap_pcapng(),
+    """Every capture, malformed and fuzz last."""
+    caps = [cap_l2(), cap_jumbo(), cap_ipv4(), cap_ipv6(), cap_l4(),
+            cap_vxlan(), cap_geneve(), cap_gre(), cap_ipip(), cap_sll(),
+            cap_sll2(), cap_raw(), cap_null(), cap_loop(), cap_pcapng(),
             cap_malformed()]
+    caps.append(cap_fuzz([c for c in caps if c.linktype == LINKTYPE_ETHERNET
+                          and c.fmt == 'pcap' and not c.malformed and
+                          c.name != 'jumbo']))
+    return caps
 
 
 # ---------------------------------------------------------------------------
