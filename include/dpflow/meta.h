@@ -54,6 +54,7 @@ extern "C" {
 	_(GRE_BAD_VERSION, "gre_bad_version")            \
 	_(TUN_UNKNOWN_PAYLOAD, "tunnel_unknown_payload") \
 	_(PORT_OVERSIZE, "port_oversize")                \
+	_(PORT_UNSUPPORTED, "port_unsupported_frame")    \
 	_(PORT_NO_BUFFER, "port_no_buffer")              \
 	_(PORT_TX_FULL, "port_tx_full")
 
@@ -80,7 +81,8 @@ enum dpflow_l3_type {
 };
 
 enum dpflow_l4_type {
-	DPFLOW_L4_NONE = 0, /* no L4: later fragment, no-next-header, non-IP */
+	DPFLOW_L4_NONE = 0, /* no L4: later fragment, no next header (59),
+			       non-IP */
 	DPFLOW_L4_TCP,
 	DPFLOW_L4_UDP,
 	DPFLOW_L4_ICMP,

@@ -36,6 +36,7 @@
 #define DPFLOW_IPPROTO_FRAGMENT 44
 #define DPFLOW_IPPROTO_GRE	47
 #define DPFLOW_IPPROTO_ICMPV6	58
+#define DPFLOW_IPPROTO_NONXT	59
 #define DPFLOW_IPPROTO_DSTOPTS	60
 #define DPFLOW_IPPROTO_SCTP	132
 
@@ -426,6 +427,8 @@ DPF_HD static inline unsigned dpflow_parse_l4(const uint8_t *f, uint32_t off,
 		if (in && h->frag == DPFLOW_FRAG_NONE)
 			return dpflow_parse_gre(f, off, end, m, in);
 		return DPFLOW_DROP_NONE;
+	case DPFLOW_IPPROTO_NONXT:
+		return DPFLOW_DROP_NONE; /* "no next header": no L4 */
 	case DPFLOW_IPPROTO_IPIP:
 	case DPFLOW_IPPROTO_IPV6:
 		h->l4_type = DPFLOW_L4_OTHER;

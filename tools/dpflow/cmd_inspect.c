@@ -13,8 +13,14 @@
 
 #include "cmds.h"
 
-#define INSPECT_POOL_SLOTS 1024
-#define INSPECT_BURST	   32
+/*
+ * One packet per receive call, so that a record the port drops (too large
+ * for the data room, or a link-layer frame it cannot convert) is seen in
+ * the port's counters at its place in the file and reported there. The
+ * data room takes jumbo frames.
+ */
+#define INSPECT_POOL_SLOTS 8
+#define INSPECT_DATA_ROOM  16384
 #define LINE_MAX_BYTES	   2048
 
 struct line {
@@ -182,7 +188,11 @@ static void put_packet(struct line *l, uint64_t i, int dlt,
 	l->need_comma = false;
 	put(l, "{");
 	put_num(l, "i", true, (unsigned long)i);
-	put_num(l, "len", true, m->data_len);
+	/* a record the port dropped never reached a slot: no length */
+	put_num(l, "len",
+		m->drop != DPFLOW_DROP_PORT_OVERSIZE &&
+		    m->drop != DPFLOW_DROP_PORT_UNSUPPORTED,
+		m->data_len);
 	put_str(l, "link", link_name(dlt));
 	put_hdr(l, &m->outer);
 	put_str(l, "tun", tun_name(m->tun_type));
@@ -279,11 +289,13 @@ int cmd_inspect(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct dpflow_pool_params pp = {.name = "inspect",
-					.n_slots = INSPECT_POOL_SLOTS};
+					.n_slots = INSPECT_POOL_SLOTS,
+					.data_room = INSPECT_DATA_ROOM};
+	struct dpflow_port_stats before = {0}, after;
 	struct dpflow_error err = {0};
 	struct dpflow_pool *pool = NULL;
 	struct dpflow_port *port = NULL;
-	uint32_t idx[INSPECT_BURST];
+	uint32_t idx[1];
 	char uri[4096];
 	bool drops_only = false, summarise = false;
 	struct summary sum = {0};
@@ -326,27 +338,36 @@ int cmd_inspect(int argc, char **argv)
 	dlt = dpflow_port_link_type(port);
 
 	for (;;) {
-		uint16_t n = dpflow_port_rx_burst(port, 0, idx, INSPECT_BURST);
+		uint16_t n = dpflow_port_rx_burst(port, 0, idx, 1);
+		struct dpflow_pkt_meta *m, port_drop;
 
-		if (n == 0) {
+		dpflow_port_stats_get(port, &after);
+		if (n == 0 && (after.rx_oversize != before.rx_oversize ||
+			       after.rx_skipped != before.rx_skipped)) {
+			/* the port dropped this record before the parser */
+			memset(&port_drop, 0, sizeof(port_drop));
+			port_drop.drop = after.rx_oversize != before.rx_oversize
+					     ? DPFLOW_DROP_PORT_OVERSIZE
+					     : DPFLOW_DROP_PORT_UNSUPPORTED;
+			m = &port_drop;
+		} else if (n == 0) {
 			if (dpflow_port_rx_done(port))
 				break;
 			continue;
+		} else {
+			dpflow_parse_burst(pool, idx, n);
+			m = dpflow_pool_meta(pool, idx[0]);
 		}
-		dpflow_parse_burst(pool, idx, n);
-		for (uint16_t k = 0; k < n; k++, i++) {
-			const struct dpflow_pkt_meta *m =
-			    dpflow_pool_meta(pool, idx[k]);
-			if (summarise) {
-				summary_add(&sum, m);
-				continue;
-			}
-			if (drops_only && !m->drop)
-				continue;
+		before = after;
+		if (summarise)
+			summary_add(&sum, m);
+		else if (!drops_only || m->drop) {
 			put_packet(&l, i, dlt, m);
 			fwrite(l.buf, 1, l.len, stdout);
 		}
-		dpflow_pool_free_bulk(pool, idx, n);
+		i++;
+		if (n)
+			dpflow_pool_free_bulk(pool, idx, n);
 	}
 	if (summarise)
 		summary_print(&sum);
