@@ -21,9 +21,8 @@ static const struct workload workloads[] = {
 
 void bench_report_header(void)
 {
-	printf("%-8s %-18s %-6s %10s %12s %10s %10s %10s\n", "workload",
-	       "variant", "target", "Mpps", "cycles/pkt", "Gbps", "peer",
-	       "ratio");
+	printf("%-8s %-18s %-24s %9s %11s %8s %9s\n", "workload", "variant",
+	       "implementation", "Mpps", "cycles/pkt", "Gbps", "ratio");
 }
 
 void bench_report(const struct bench_result *r)
@@ -32,13 +31,17 @@ void bench_report(const struct bench_result *r)
 	double cpp = (double)r->tsc_cycles / (double)r->pkts;
 	double gbps = (double)r->bytes * 8 / r->seconds / 1e9;
 	double ratio = r->peer ? mpps / r->peer_mpps : 0;
+	double tsc_hz = (double)dpflow_tsc_hz();
 
-	printf("%-8s %-18s %-6s %10.2f %12.2f %10.2f %10s %10s\n", r->workload,
-	       r->variant, "cpu", mpps, cpp, gbps, r->peer ? r->peer : "-",
-	       "-");
+	printf("%-8s %-18s %-24s %9.2f %11.2f %8.2f", r->workload, r->variant,
+	       "dpflow", mpps, cpp, gbps);
 	if (r->peer)
-		printf("%-8s %-18s %-6s %10.2f %12s %10s %10s %10.2f\n", "",
-		       r->peer, "cpu", r->peer_mpps, "", "", "", ratio);
+		printf(" %8.2fx\n%-8s %-18s %-24s %9.2f %11.2f %8.2f %9s\n",
+		       ratio, "", "", r->peer, r->peer_mpps,
+		       tsc_hz / (r->peer_mpps * 1e6),
+		       gbps * r->peer_mpps / mpps, "1.00x");
+	else
+		printf(" %9s\n", "-");
 	printf("{\"workload\":\"%s\",\"variant\":\"%s\",\"target\":\"cpu\","
 	       "\"workers\":1,\"mpps\":%.3f,\"cycles_per_pkt\":%.2f,"
 	       "\"gbps\":%.3f,\"tsc_hz\":%lu,",
