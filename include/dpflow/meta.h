@@ -105,6 +105,14 @@ enum dpflow_frag {
 	DPFLOW_FRAG_LATER, /* offset > 0: no L4 header here */
 };
 
+/*
+ * Names of layer and tunnel types ("ipv4", "tcp", "vxlan"...); NULL for
+ * NONE and for values out of range.
+ */
+const char *dpflow_l3_name(unsigned type);
+const char *dpflow_l4_name(unsigned type);
+const char *dpflow_tun_name(unsigned type);
+
 /* meta->flags */
 #define DPFLOW_META_F_TUN_KEY	  0x01 /* GRE key present (tun_id holds it) */
 #define DPFLOW_META_F_GRE_SEQ	  0x02 /* GRE sequence present (gre_seq) */

@@ -240,6 +240,24 @@ DPF_HD static inline unsigned dpflow_parse_ipv6(const uint8_t *f, uint32_t *off,
 }
 
 /*
+ * Where a GENEVE or GRE payload of protocol type @proto starts. Returns 1
+ * and sets in->start, or 0 for a protocol dpflow does not open.
+ */
+DPF_HD static inline int dpflow_tun_payload_start(uint16_t proto,
+						  struct dpflow_parse_inner *in)
+{
+	if (proto == DPFLOW_ETHERTYPE_TEB)
+		in->start = DPFLOW_PARSE_ETH;
+	else if (proto == DPFLOW_ETHERTYPE_IPV4)
+		in->start = DPFLOW_PARSE_IPV4;
+	else if (proto == DPFLOW_ETHERTYPE_IPV6)
+		in->start = DPFLOW_PARSE_IPV6;
+	else
+		return 0;
+	return 1;
+}
+
+/*
  * A UDP tunnel header at @off (after the outer UDP header), ending at @end.
  * On success records the tunnel in @m and where the inner packet lies.
  */
@@ -272,13 +290,7 @@ dpflow_parse_udp_tunnel(const uint8_t *f, uint32_t off, uint32_t end,
 		if (hlen > room)
 			return DPFLOW_DROP_GENEVE_TRUNC;
 		proto = dpflow_rd16(t + 2);
-		if (proto == DPFLOW_ETHERTYPE_TEB)
-			in->start = DPFLOW_PARSE_ETH;
-		else if (proto == DPFLOW_ETHERTYPE_IPV4)
-			in->start = DPFLOW_PARSE_IPV4;
-		else if (proto == DPFLOW_ETHERTYPE_IPV6)
-			in->start = DPFLOW_PARSE_IPV6;
-		else
+		if (!dpflow_tun_payload_start(proto, in))
 			return DPFLOW_DROP_TUN_UNKNOWN_PAYLOAD;
 		m->tun_type = DPFLOW_TUN_GENEVE;
 		m->tun_id = dpflow_rd32(t + 4) >> 8;
@@ -316,13 +328,7 @@ DPF_HD static inline unsigned dpflow_parse_gre(const uint8_t *f, uint32_t off,
 	if (hlen > room)
 		return DPFLOW_DROP_GRE_TRUNC;
 	proto = dpflow_rd16(g + 2);
-	if (proto == DPFLOW_ETHERTYPE_TEB)
-		in->start = DPFLOW_PARSE_ETH;
-	else if (proto == DPFLOW_ETHERTYPE_IPV4)
-		in->start = DPFLOW_PARSE_IPV4;
-	else if (proto == DPFLOW_ETHERTYPE_IPV6)
-		in->start = DPFLOW_PARSE_IPV6;
-	else
+	if (!dpflow_tun_payload_start(proto, in))
 		return DPFLOW_DROP_TUN_UNKNOWN_PAYLOAD;
 
 	o = 4;

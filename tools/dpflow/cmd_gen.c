@@ -55,32 +55,6 @@ static void usage(FILE *out)
 
 /* --- manifest ---------------------------------------------------------- */
 
-static const char *l3_name(uint8_t t)
-{
-	return t == DPFLOW_L3_IPV6 ? "ipv6" : "ipv4";
-}
-
-static const char *l4_name(uint8_t t)
-{
-	static const char *const names[] = {
-	    [DPFLOW_L4_TCP] = "tcp",   [DPFLOW_L4_UDP] = "udp",
-	    [DPFLOW_L4_ICMP] = "icmp", [DPFLOW_L4_ICMPV6] = "icmpv6",
-	    [DPFLOW_L4_SCTP] = "sctp", [DPFLOW_L4_OTHER] = "other",
-	};
-	return t < DPFLOW_ARRAY_SIZE(names) ? names[t] : NULL;
-}
-
-static const char *tun_name(uint8_t t)
-{
-	static const char *const names[] = {
-	    [DPFLOW_TUN_VXLAN] = "vxlan",
-	    [DPFLOW_TUN_GENEVE] = "geneve",
-	    [DPFLOW_TUN_GRE] = "gre",
-	    [DPFLOW_TUN_IPIP] = "ipip",
-	};
-	return t < DPFLOW_ARRAY_SIZE(names) ? names[t] : NULL;
-}
-
 static void json_str(FILE *f, const char *key, const char *v)
 {
 	if (v)
@@ -194,7 +168,7 @@ static void json_l3(FILE *f, const struct dpflow_gen_spec *s,
 	ports =
 	    l4 == DPFLOW_L4_TCP || l4 == DPFLOW_L4_UDP || l4 == DPFLOW_L4_SCTP;
 
-	json_str(f, "l3", l3_name(l3->l3_type));
+	json_str(f, "l3", dpflow_l3_name(l3->l3_type));
 	json_addr(f, "src", l3, l3->src);
 	json_addr(f, "dst", l3, l3->dst);
 	json_num(f, "proto", true, ip_proto(s, l3, outer));
@@ -212,7 +186,7 @@ static void json_l3(FILE *f, const struct dpflow_gen_spec *s,
 		 : later		       ? "later"
 					       : NULL);
 	json_num(f, "frag_off", true, later ? l3->frag_off : 0);
-	json_str(f, "l4", l4_name(l4));
+	json_str(f, "l4", dpflow_l4_name(l4));
 	json_num(f, "sport", ports, l3->sport);
 	json_num(f, "dport", ports, l3->dport);
 	json_num(f, "icmp_type", icmp, l3->sport);
@@ -250,7 +224,7 @@ static void manifest_line(FILE *f, uint64_t i, uint32_t len,
 	fputc(']', f);
 	json_num(f, "frame_len", s->frame_len != 0, s->frame_len);
 	json_l3(f, s, &s->outer, true);
-	json_str(f, "tun", tun_name(tun));
+	json_str(f, "tun", dpflow_tun_name(tun));
 	json_num(f, "vni", udp_tun, s->tun_id);
 	json_num(f, "key", tun == DPFLOW_TUN_GRE && s->gre_key, s->tun_id);
 	json_num(f, "tun_proto",

@@ -78,41 +78,6 @@ static void put_bool(struct line *l, const char *key, bool present, bool v)
 	put(l, "%s", !present ? "null" : v ? "true" : "false");
 }
 
-static const char *l3_name(uint8_t t)
-{
-	switch (t) {
-	case DPFLOW_L3_IPV4:
-		return "ipv4";
-	case DPFLOW_L3_IPV6:
-		return "ipv6";
-	case DPFLOW_L3_OTHER:
-		return "other";
-	default:
-		return NULL;
-	}
-}
-
-static const char *l4_name(uint8_t t)
-{
-	static const char *const names[] = {
-	    [DPFLOW_L4_TCP] = "tcp",   [DPFLOW_L4_UDP] = "udp",
-	    [DPFLOW_L4_ICMP] = "icmp", [DPFLOW_L4_ICMPV6] = "icmpv6",
-	    [DPFLOW_L4_SCTP] = "sctp", [DPFLOW_L4_OTHER] = "other",
-	};
-	return t < DPFLOW_ARRAY_SIZE(names) ? names[t] : NULL;
-}
-
-static const char *tun_name(uint8_t t)
-{
-	static const char *const names[] = {
-	    [DPFLOW_TUN_VXLAN] = "vxlan",
-	    [DPFLOW_TUN_GENEVE] = "geneve",
-	    [DPFLOW_TUN_GRE] = "gre",
-	    [DPFLOW_TUN_IPIP] = "ipip",
-	};
-	return t < DPFLOW_ARRAY_SIZE(names) ? names[t] : NULL;
-}
-
 static const char *link_name(int dlt)
 {
 	switch (dlt) {
@@ -154,7 +119,7 @@ static void put_hdr(struct line *l, const struct dpflow_hdr *h)
 		put(l, "%s%u", v ? "," : "", h->vlan[v] & 0x0fffu);
 	put(l, "]");
 	put_num(l, "ethertype", h->l2_type == DPFLOW_L2_ETH, h->ethertype);
-	put_str(l, "l3", l3_name(h->l3_type));
+	put_str(l, "l3", dpflow_l3_name(h->l3_type));
 	if (ip) {
 		inet_ntop(af, h->src, src, sizeof(src));
 		inet_ntop(af, h->dst, dst, sizeof(dst));
@@ -171,7 +136,7 @@ static void put_hdr(struct line *l, const struct dpflow_hdr *h)
 		: h->frag == DPFLOW_FRAG_LATER ? "later"
 					       : NULL);
 	put_num(l, "ipv6_ext", h->l3_type == DPFLOW_L3_IPV6, h->n_ext);
-	put_str(l, "l4", l4_name(h->l4_type));
+	put_str(l, "l4", dpflow_l4_name(h->l4_type));
 	put_num(l, "sport", ports, h->sport);
 	put_num(l, "dport", ports, h->dport);
 	put_num(l, "icmp_type", icmp, h->sport);
@@ -195,7 +160,7 @@ static void put_packet(struct line *l, uint64_t i, int dlt,
 		m->data_len);
 	put_str(l, "link", link_name(dlt));
 	put_hdr(l, &m->outer);
-	put_str(l, "tun", tun_name(m->tun_type));
+	put_str(l, "tun", dpflow_tun_name(m->tun_type));
 	put_num(l, "vni",
 		m->tun_type == DPFLOW_TUN_VXLAN ||
 		    m->tun_type == DPFLOW_TUN_GENEVE,
@@ -253,14 +218,17 @@ static void summary_print(const struct summary *s)
 	if (!s->pkts)
 		return;
 	for (unsigned t = 1; t < 4; t++)
-		summary_row("l3", l3_name((uint8_t)t), s->l3[t], s->pkts);
-	for (unsigned t = 1; t < 7; t++)
-		summary_row("l4", l4_name((uint8_t)t), s->l4[t], s->pkts);
-	for (unsigned t = 1; t < 5; t++)
-		summary_row("tunnel", tun_name((uint8_t)t), s->tun[t], s->pkts);
-	for (unsigned t = 1; t < 7; t++)
-		summary_row("inner l4", l4_name((uint8_t)t), s->inner_l4[t],
+		summary_row("l3", dpflow_l3_name((uint8_t)t), s->l3[t],
 			    s->pkts);
+	for (unsigned t = 1; t < 7; t++)
+		summary_row("l4", dpflow_l4_name((uint8_t)t), s->l4[t],
+			    s->pkts);
+	for (unsigned t = 1; t < 5; t++)
+		summary_row("tunnel", dpflow_tun_name((uint8_t)t), s->tun[t],
+			    s->pkts);
+	for (unsigned t = 1; t < 7; t++)
+		summary_row("inner l4", dpflow_l4_name((uint8_t)t),
+			    s->inner_l4[t], s->pkts);
 	for (unsigned d = 1; d < DPFLOW_DROP__COUNT; d++)
 		summary_row("drop", dpflow_drop_name(d), s->drop[d], s->pkts);
 }
