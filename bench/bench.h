@@ -22,6 +22,12 @@ struct bench_result {
 
 /* `dpflow bench parse`: header parsing, plain and VXLAN 64-byte packets. */
 int bench_parse(int argc, char **argv);
+/* `dpflow bench exact-1m`: exact-match table, 1M 5-tuple keys. */
+int bench_exact(int argc, char **argv);
+/* `dpflow bench acl-10k`: ACL table, 10k prefix/range rules. */
+int bench_acl(int argc, char **argv);
+/* `dpflow bench lpm-512k`: LPM table, 512k IPv4 prefixes. */
+int bench_lpm(int argc, char **argv);
 
 /* Print one result as a table row and a JSON line. */
 void bench_report(const struct bench_result *r);

@@ -59,7 +59,7 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: dpflow bench WORKLOAD [OPTIONS]\n\nworkloads:\n");
 	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(workloads); i++)
-		fprintf(out, "  %-8s %s\n", workloads[i].name,
+		fprintf(out, "  %-10s %s\n", workloads[i].name,
 			workloads[i].summary);
 	fprintf(out, "\n'dpflow bench WORKLOAD --help' lists its options.\n");
 }
