@@ -53,10 +53,25 @@ extern "C" {
 	_(GRE_TRUNC, "gre_truncated")                    \
 	_(GRE_BAD_VERSION, "gre_bad_version")            \
 	_(TUN_UNKNOWN_PAYLOAD, "tunnel_unknown_payload") \
+	_(TTL_EXPIRED, "ttl_expired")                    \
+	_(EDIT_NO_HEADROOM, "edit_no_headroom")          \
+	_(EDIT_TOO_LONG, "edit_frame_too_long")          \
+	_(EDIT_NOT_IP, "edit_not_ip")                    \
+	_(EDIT_NOT_IPV4, "edit_not_ipv4")                \
+	_(EDIT_NOT_IPV6, "edit_not_ipv6")                \
+	_(EDIT_NO_PORT, "edit_no_l4_port")               \
+	_(EDIT_NO_VLAN, "edit_no_vlan")                  \
+	_(EDIT_NO_TUNNEL, "edit_no_tunnel")              \
+	_(EDIT_FIELD_RANGE, "edit_field_out_of_range")   \
+	_(EDIT_BAD_ACTION, "edit_bad_action")            \
 	_(PORT_OVERSIZE, "port_oversize")                \
 	_(PORT_UNSUPPORTED, "port_unsupported_frame")    \
 	_(PORT_NO_BUFFER, "port_no_buffer")              \
-	_(PORT_TX_FULL, "port_tx_full")
+	_(PORT_TX_FULL, "port_tx_full")                  \
+	_(FLOW_NO_ROOT, "flow_no_root_pipe")             \
+	_(FLOW_FWD_DROP, "flow_drop")                    \
+	_(FLOW_MISS_DROP, "flow_miss_drop")              \
+	_(FLOW_TOO_DEEP, "flow_pipe_depth")
 
 enum dpflow_drop {
 #define DPFLOW_DROP_ENUM_(name, str) DPFLOW_DROP_##name,

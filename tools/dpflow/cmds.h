@@ -8,5 +8,6 @@
 int cmd_inspect(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif /* DPFLOW_TOOL_CMDS_H */

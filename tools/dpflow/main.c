@@ -15,6 +15,7 @@ struct command {
 };
 
 static const struct command commands[] = {
+    {"run", cmd_run, "run the data plane a YAML config describes"},
     {"inspect", cmd_inspect,
      "print how the parser sees each packet (JSON lines)"},
     {"gen", cmd_gen, "write test traffic to a pcap file"},

@@ -1,0 +1,36 @@
+/*
+ * YAML configuration: ports, pipes and their entries (docs/config.md).
+ *
+ * dpflow_config_load() builds a whole context from a file, or nothing: on
+ * any error the partly built context is destroyed and @err says
+ * "FILE:LINE: KEY: what is wrong", KEY being the path of the offending key
+ * (for example pipes[1].match[0].field). Control thread only.
+ */
+#ifndef DPFLOW_CONFIG_H
+#define DPFLOW_CONFIG_H
+
+#include "dpflow/error.h"
+#include "dpflow/flow.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct dpflow_config_opts {
+	uint32_t pool_slots; /* 0: the context default */
+};
+
+struct dpflow_ctx *dpflow_config_load(const char *path,
+				      const struct dpflow_config_opts *opts,
+				      struct dpflow_error *err);
+
+/* Same, from a string (@name stands for the file name in messages). */
+struct dpflow_ctx *dpflow_config_load_string(const char *yaml, const char *name,
+					     const struct dpflow_config_opts *o,
+					     struct dpflow_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPFLOW_CONFIG_H */

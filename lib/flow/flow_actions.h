@@ -1,0 +1,25 @@
+/*
+ * Actions of the flow engine's CPU data path (actions.c): run an entry's
+ * action template on one packet.
+ */
+#ifndef DPFLOW_FLOW_ACTIONS_H
+#define DPFLOW_FLOW_ACTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "flow/flow_internal.h"
+
+/*
+ * Apply the actions of entry @e (of @pipe) to packet @idx. Returns 0, or
+ * the drop reason when an action could not be applied (the packet is then
+ * dropped by the caller).
+ */
+unsigned flow_actions_apply(struct dpflow_ctx *ctx,
+			    const struct dpflow_pipe *pipe,
+			    const struct dpflow_entry *e, uint32_t idx);
+
+/* Whether the CPU target implements action @a (checked at pipe creation). */
+bool flow_action_supported(const struct dpflow_action *a);
+
+#endif /* DPFLOW_FLOW_ACTIONS_H */

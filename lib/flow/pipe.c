@@ -1,0 +1,462 @@
+/*
+ * Contexts, ports and pipes: creation, validation and the loop check of
+ * the pipe graph (flow.h). Control threads only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpflow/clock.h"
+#include "dpflow/flow.h"
+
+#include "flow/flow_actions.h"
+#include "flow/flow_internal.h"
+
+#define CTX_POOL_SLOTS_DEFAULT 8192
+
+static const char *const pipe_type_names[] = {
+    [DPFLOW_PIPE_BASIC] = "basic", [DPFLOW_PIPE_CONTROL] = "control",
+    [DPFLOW_PIPE_ACL] = "acl",	   [DPFLOW_PIPE_LPM] = "lpm",
+    [DPFLOW_PIPE_HASH] = "hash",   [DPFLOW_PIPE_CT] = "ct",
+};
+
+static const char *const action_names[] = {
+    [DPFLOW_ACT_SET_FIELD] = "set",
+    [DPFLOW_ACT_ADD_FIELD] = "add",
+    [DPFLOW_ACT_COPY_FIELD] = "copy",
+    [DPFLOW_ACT_SET_MAC_SRC] = "set_mac_src",
+    [DPFLOW_ACT_SET_MAC_DST] = "set_mac_dst",
+    [DPFLOW_ACT_DEC_TTL] = "dec_ttl",
+    [DPFLOW_ACT_NAT_SRC_IP] = "nat_src_ip",
+    [DPFLOW_ACT_NAT_DST_IP] = "nat_dst_ip",
+    [DPFLOW_ACT_NAT_SRC_PORT] = "nat_src_port",
+    [DPFLOW_ACT_NAT_DST_PORT] = "nat_dst_port",
+    [DPFLOW_ACT_VLAN_PUSH] = "vlan_push",
+    [DPFLOW_ACT_VLAN_POP] = "vlan_pop",
+    [DPFLOW_ACT_ENCAP] = "encap",
+    [DPFLOW_ACT_DECAP] = "decap",
+    [DPFLOW_ACT_MIRROR] = "mirror",
+};
+
+const char *dpflow_pipe_type_name(unsigned type)
+{
+	return type < DPFLOW_ARRAY_SIZE(pipe_type_names) ? pipe_type_names[type]
+							 : NULL;
+}
+
+const char *dpflow_action_name(unsigned kind)
+{
+	return kind < DPFLOW_ARRAY_SIZE(action_names) ? action_names[kind]
+						      : NULL;
+}
+
+struct dpflow_ctx *dpflow_ctx_create(const struct dpflow_ctx_params *p,
+				     struct dpflow_error *err)
+{
+	struct dpflow_pool_params pp = {.name = "ctx"};
+	struct dpflow_ctx *ctx = calloc(1, sizeof(*ctx));
+
+	if (!ctx) {
+		dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	pp.n_slots =
+	    p && p->pool_slots ? p->pool_slots : CTX_POOL_SLOTS_DEFAULT;
+	pp.data_room = p ? p->data_room : 0;
+	ctx->pool = dpflow_pool_create(&pp, err);
+	if (!ctx->pool) {
+		free(ctx);
+		return NULL;
+	}
+	dpflow_clock_init();
+	return ctx;
+}
+
+static void pipe_destroy(struct dpflow_pipe *pipe)
+{
+	if (!pipe)
+		return;
+	if (pipe->kind)
+		pipe->kind->destroy(pipe);
+	free(pipe->entries);
+	free(pipe->free_idx);
+	free(pipe);
+}
+
+void dpflow_ctx_destroy(struct dpflow_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	for (unsigned i = 0; i < ctx->n_pipes; i++)
+		pipe_destroy(ctx->pipes[i]);
+	for (unsigned i = 0; i < ctx->n_ports; i++)
+		dpflow_port_close(ctx->ports[i].port);
+	dpflow_pool_destroy(ctx->pool);
+	free(ctx);
+}
+
+struct dpflow_pool *dpflow_ctx_pool(struct dpflow_ctx *ctx)
+{
+	return ctx->pool;
+}
+
+int dpflow_ctx_port_find(const struct dpflow_ctx *ctx, const char *name)
+{
+	for (unsigned i = 0; name && i < ctx->n_ports; i++)
+		if (!strcmp(ctx->ports[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+int dpflow_ctx_port_add(struct dpflow_ctx *ctx, const char *name,
+			const char *uri, struct dpflow_error *err)
+{
+	struct ctx_port *cp;
+
+	if (!name || !*name || strlen(name) >= DPFLOW_NAME_MAX)
+		return dpflow_error_set(err, EINVAL, "name",
+					"port name '%s' is empty or longer "
+					"than %d characters",
+					name ? name : "", DPFLOW_NAME_MAX - 1);
+	if (dpflow_ctx_port_find(ctx, name) >= 0)
+		return dpflow_error_set(err, EEXIST, "name",
+					"port '%s' already exists", name);
+	if (ctx->n_ports == DPFLOW_PORTS_MAX)
+		return dpflow_error_set(err, ENOSPC, "ports",
+					"more than %d ports", DPFLOW_PORTS_MAX);
+	cp = &ctx->ports[ctx->n_ports];
+	cp->port = dpflow_port_open(ctx->pool, uri, err);
+	if (!cp->port)
+		return -(err ? err->code : EINVAL);
+	snprintf(cp->name, sizeof(cp->name), "%s", name);
+	cp->root = NULL;
+	return (int)ctx->n_ports++;
+}
+
+struct dpflow_port *dpflow_ctx_port(struct dpflow_ctx *ctx, unsigned id)
+{
+	return id < ctx->n_ports ? ctx->ports[id].port : NULL;
+}
+
+const char *dpflow_ctx_port_name(const struct dpflow_ctx *ctx, unsigned id)
+{
+	return id < ctx->n_ports ? ctx->ports[id].name : NULL;
+}
+
+unsigned dpflow_ctx_port_count(const struct dpflow_ctx *ctx)
+{
+	return ctx->n_ports;
+}
+
+struct dpflow_pipe *dpflow_pipe_find(struct dpflow_ctx *ctx, const char *name)
+{
+	for (unsigned i = 0; name && i < ctx->n_pipes; i++)
+		if (!strcmp(ctx->pipes[i]->name, name))
+			return ctx->pipes[i];
+	return NULL;
+}
+
+const char *dpflow_pipe_name(const struct dpflow_pipe *pipe)
+{
+	return pipe->name;
+}
+
+static int check_fwd(struct dpflow_ctx *ctx, const struct dpflow_fwd *f,
+		     bool per_entry_ok, const char *field,
+		     struct dpflow_error *err)
+{
+	switch (f->kind) {
+	case DPFLOW_FWD_DROP:
+		return 0;
+	case DPFLOW_FWD_PORT:
+		if (f->port >= ctx->n_ports)
+			return dpflow_error_set(
+			    err, EINVAL, field,
+			    "forwarding to port %u: no such "
+			    "port",
+			    f->port);
+		return 0;
+	case DPFLOW_FWD_PIPE:
+		for (unsigned i = 0; i < ctx->n_pipes; i++)
+			if (ctx->pipes[i] == f->pipe)
+				return 0;
+		return dpflow_error_set(err, EINVAL, field,
+					"forwarding to an unknown pipe");
+	case DPFLOW_FWD_HANDLER:
+		if (!f->handler)
+			return dpflow_error_set(err, EINVAL, field,
+						"handler forwarding without a "
+						"handler function");
+		return 0;
+	case DPFLOW_FWD_PER_ENTRY:
+		if (per_entry_ok)
+			return 0;
+		return dpflow_error_set(err, EINVAL, field,
+					"'per-entry' forwarding is only for a "
+					"pipe's hit forwarding");
+	default:
+		return dpflow_error_set(err, ENOTSUP, field,
+					"forwarding kind %u is not supported "
+					"on the CPU target yet",
+					f->kind);
+	}
+}
+
+/* Per-entry key layout and template checks. */
+static int check_match(struct dpflow_pipe *pipe, struct dpflow_error *err)
+{
+	const struct dpflow_match_tmpl *m = &pipe->cfg.match;
+	unsigned off = 0, n_entry = 0;
+
+	if (m->n > DPFLOW_MATCH_FIELDS_MAX)
+		return dpflow_error_set(err, EINVAL, "match",
+					"%u match fields, at most %d", m->n,
+					DPFLOW_MATCH_FIELDS_MAX);
+	for (unsigned i = 0; i < m->n; i++) {
+		unsigned bytes = dpflow_field_bytes(m->f[i].field);
+
+		if (!bytes)
+			return dpflow_error_set(err, EINVAL, "match",
+						"unknown match field %u",
+						m->f[i].field);
+		for (unsigned j = 0; j < i; j++)
+			if (m->f[j].field == m->f[i].field)
+				return dpflow_error_set(
+				    err, EINVAL, "match",
+				    "field '%s' appears twice",
+				    dpflow_field_name(m->f[i].field));
+		pipe->field_off[i] = (uint8_t)off;
+		if (m->f[i].per_entry) {
+			off += bytes;
+			n_entry++;
+		}
+	}
+	if (off > DPFLOW_KEY_MAX)
+		return dpflow_error_set(err, EINVAL, "match",
+					"per-entry fields take %u bytes, at "
+					"most %d",
+					off, DPFLOW_KEY_MAX);
+	if (pipe->cfg.type == DPFLOW_PIPE_LPM) {
+		const struct dpflow_match_field *f = &m->f[0];
+		bool addr = f->field == DPFLOW_FIELD_OUTER_IPV4_DST ||
+			    f->field == DPFLOW_FIELD_OUTER_IPV4_SRC ||
+			    f->field == DPFLOW_FIELD_INNER_IPV4_DST ||
+			    f->field == DPFLOW_FIELD_INNER_IPV4_SRC ||
+			    f->field == DPFLOW_FIELD_OUTER_IPV6_DST ||
+			    f->field == DPFLOW_FIELD_OUTER_IPV6_SRC ||
+			    f->field == DPFLOW_FIELD_INNER_IPV6_DST ||
+			    f->field == DPFLOW_FIELD_INNER_IPV6_SRC;
+
+		if (m->n != 1 || !f->per_entry || !addr)
+			return dpflow_error_set(
+			    err, EINVAL, "match",
+			    "an lpm pipe matches exactly one "
+			    "per-entry IPv4 or IPv6 address "
+			    "field");
+	}
+	if (n_entry == 0 && pipe->cfg.type != DPFLOW_PIPE_CONTROL)
+		return dpflow_error_set(err, EINVAL, "match",
+					"a %s pipe needs at least one "
+					"per-entry match field",
+					dpflow_pipe_type_name(pipe->cfg.type));
+	pipe->key_len = (uint16_t)off;
+	return 0;
+}
+
+static int check_actions(struct dpflow_ctx *ctx,
+			 const struct dpflow_pipe_cfg *cfg,
+			 struct dpflow_error *err)
+{
+	if (cfg->n_action_tmpls > DPFLOW_ACTION_TMPLS_MAX)
+		return dpflow_error_set(
+		    err, EINVAL, "actions", "%u action templates, at most %d",
+		    cfg->n_action_tmpls, DPFLOW_ACTION_TMPLS_MAX);
+	for (unsigned t = 0; t < cfg->n_action_tmpls; t++) {
+		const struct dpflow_action_tmpl *at = &cfg->actions[t];
+
+		if (at->n > DPFLOW_ACTIONS_MAX)
+			return dpflow_error_set(err, EINVAL, "actions",
+						"%u actions in template %u, at "
+						"most %d",
+						at->n, t, DPFLOW_ACTIONS_MAX);
+		for (unsigned i = 0; i < at->n; i++) {
+			const struct dpflow_action *a = &at->a[i];
+
+			if (a->kind >= DPFLOW_ACT__COUNT)
+				return dpflow_error_set(err, EINVAL, "actions",
+							"unknown action %u",
+							a->kind);
+			if ((a->kind == DPFLOW_ACT_SET_FIELD ||
+			     a->kind == DPFLOW_ACT_ADD_FIELD ||
+			     a->kind == DPFLOW_ACT_COPY_FIELD) &&
+			    !dpflow_field_bytes(a->field))
+				return dpflow_error_set(
+				    err, EINVAL, "actions",
+				    "action '%s' on an "
+				    "unknown field",
+				    dpflow_action_name(a->kind));
+			if (!flow_action_supported(a))
+				return dpflow_error_set(
+				    err, ENOTSUP, "actions",
+				    "action '%s'%s is not supported on the "
+				    "CPU target yet",
+				    dpflow_action_name(a->kind),
+				    a->kind <= DPFLOW_ACT_COPY_FIELD
+					? " on this field"
+					: "");
+			if (a->kind == DPFLOW_ACT_MIRROR &&
+			    a->port >= ctx->n_ports)
+				return dpflow_error_set(err, EINVAL, "actions",
+							"mirror to port %u: no "
+							"such port",
+							a->port);
+		}
+	}
+	return 0;
+}
+
+struct dpflow_pipe *dpflow_pipe_create(struct dpflow_ctx *ctx,
+				       const struct dpflow_pipe_cfg *cfg,
+				       struct dpflow_error *err)
+{
+	struct dpflow_pipe *pipe = NULL;
+
+	if (!cfg->name || !*cfg->name || strlen(cfg->name) >= DPFLOW_NAME_MAX) {
+		dpflow_error_set(err, EINVAL, "name",
+				 "pipe name is empty or longer than %d "
+				 "characters",
+				 DPFLOW_NAME_MAX - 1);
+		return NULL;
+	}
+	if (dpflow_pipe_find(ctx, cfg->name)) {
+		dpflow_error_set(err, EEXIST, "name",
+				 "pipe '%s' already exists", cfg->name);
+		return NULL;
+	}
+	if (ctx->n_pipes == DPFLOW_PIPES_MAX) {
+		dpflow_error_set(err, ENOSPC, "pipes", "more than %d pipes",
+				 DPFLOW_PIPES_MAX);
+		return NULL;
+	}
+	if (cfg->type >= DPFLOW_PIPE__COUNT || !table_kind_for(cfg->type)) {
+		dpflow_error_set(err, ENOTSUP, "type",
+				 "pipe '%s': type '%s' is not supported on the "
+				 "CPU target yet",
+				 cfg->name,
+				 dpflow_pipe_type_name(cfg->type)
+				     ? dpflow_pipe_type_name(cfg->type)
+				     : "?");
+		return NULL;
+	}
+	if (cfg->size == 0 || cfg->size > (1u << 26)) {
+		dpflow_error_set(err, EINVAL, "size",
+				 "pipe '%s': size %u, must be 1..%u", cfg->name,
+				 cfg->size, 1u << 26);
+		return NULL;
+	}
+	if (cfg->root && cfg->port >= ctx->n_ports) {
+		dpflow_error_set(err, EINVAL, "port",
+				 "root pipe '%s' on port %u: no such port",
+				 cfg->name, cfg->port);
+		return NULL;
+	}
+	if (cfg->root && ctx->ports[cfg->port].root) {
+		dpflow_error_set(err, EEXIST, "root",
+				 "port '%s' already has root pipe '%s'",
+				 ctx->ports[cfg->port].name,
+				 ctx->ports[cfg->port].root->name);
+		return NULL;
+	}
+	/* forwarding targets exist already, so the graph stays acyclic; an
+	 * entry's own forwarding is checked when it is added */
+	if (check_fwd(ctx, &cfg->fwd, true, "fwd", err) ||
+	    check_fwd(ctx, &cfg->miss_fwd, false, "miss_fwd", err) ||
+	    check_actions(ctx, cfg, err))
+		return NULL;
+
+	pipe = calloc(1, sizeof(*pipe));
+	if (!pipe)
+		goto nomem;
+	pipe->ctx = ctx;
+	pipe->cfg = *cfg;
+	pipe->cfg.name = pipe->name;
+	snprintf(pipe->name, sizeof(pipe->name), "%s", cfg->name);
+	pipe->id = (uint16_t)ctx->n_pipes;
+	if (check_match(pipe, err))
+		goto fail;
+	pipe->entries = calloc(cfg->size, sizeof(*pipe->entries));
+	pipe->free_idx = calloc(cfg->size, sizeof(*pipe->free_idx));
+	if (!pipe->entries || !pipe->free_idx)
+		goto nomem;
+	for (uint32_t i = 0; i < cfg->size; i++)
+		pipe->free_idx[i] = cfg->size - 1 - i;
+	pipe->n_free = cfg->size;
+	pipe->kind = table_kind_for(cfg->type);
+	if (pipe->kind->create(pipe, err)) {
+		pipe->kind = NULL;
+		goto fail;
+	}
+	ctx->pipes[ctx->n_pipes++] = pipe;
+	if (cfg->root)
+		ctx->ports[cfg->port].root = pipe;
+	return pipe;
+nomem:
+	dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+fail:
+	pipe_destroy(pipe);
+	return NULL;
+}
+
+unsigned dpflow_pipe_entry_count(const struct dpflow_pipe *pipe)
+{
+	return pipe->n_active;
+}
+
+int dpflow_pipe_stats_get(const struct dpflow_pipe *pipe,
+			  struct dpflow_pipe_stats *s)
+{
+	s->pkts = __atomic_load_n(&pipe->pkts, __ATOMIC_RELAXED);
+	s->hits = __atomic_load_n(&pipe->hits, __ATOMIC_RELAXED);
+	s->misses = __atomic_load_n(&pipe->misses, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void dpflow_ctx_drops(const struct dpflow_ctx *ctx, uint64_t *drops)
+{
+	for (unsigned d = 0; d < DPFLOW_DROP__COUNT; d++)
+		drops[d] = __atomic_load_n(&ctx->drops[d], __ATOMIC_RELAXED);
+}
+
+unsigned dpflow_ctx_pipe_count(const struct dpflow_ctx *ctx)
+{
+	return ctx->n_pipes;
+}
+
+struct dpflow_pipe *dpflow_ctx_pipe(struct dpflow_ctx *ctx, unsigned i)
+{
+	return i < ctx->n_pipes ? ctx->pipes[i] : NULL;
+}
+
+uint32_t dpflow_pipe_size(const struct dpflow_pipe *pipe)
+{
+	return pipe->cfg.size;
+}
+
+const struct dpflow_entry *dpflow_pipe_entry(const struct dpflow_pipe *pipe,
+					     uint32_t slot)
+{
+	if (slot >= pipe->cfg.size || pipe->entries[slot].state != ENTRY_ACTIVE)
+		return NULL;
+	return &pipe->entries[slot];
+}
+
+const struct dpflow_pipe_cfg *dpflow_pipe_cfg(const struct dpflow_pipe *pipe)
+{
+	return &pipe->cfg;
+}
+
+const struct dpflow_entry_cfg *dpflow_entry_cfg(const struct dpflow_entry *e)
+{
+	return &e->cfg;
+}
