@@ -162,8 +162,11 @@ static int parse_ip16(struct loader *L, const struct ynode *x, uint8_t *out)
 	const char *s = y_str(x);
 
 	memset(out, 0, 16);
-	if (s && inet_pton(AF_INET, s, out) == 1)
+	if (s && inet_pton(AF_INET, s, out + 12) == 1) {
+		/* IPv4-mapped: one 16-byte form for both versions */
+		out[10] = out[11] = 0xff;
 		return 0;
+	}
 	if (s && inet_pton(AF_INET6, s, out) == 1)
 		return 0;
 	return yerr(&L->d, x, EINVAL, "expected an IPv4 or IPv6 address");

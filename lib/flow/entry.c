@@ -338,6 +338,10 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 	for (unsigned t = 0; t < n_touched; t++) {
 		struct dpflow_pipe *pipe = touched[t];
 
+		if (pipe->kind->sync) {
+			pipe->kind->sync(pipe, next, cur);
+			continue;
+		}
 		if (apply_pipe(q, pipe, cur, false, ops, NULL, NULL) &&
 		    pipe->image_size) {
 			/* same ops on the same state: cannot fail, but a

@@ -22,4 +22,9 @@ unsigned flow_actions_apply(struct dpflow_ctx *ctx,
 /* Whether the CPU target implements action @a (checked at pipe creation). */
 bool flow_action_supported(const struct dpflow_action *a);
 
+/* Build what the pipe's actions need (encapsulation templates); undone by
+ * flow_actions_release(). Control thread. */
+int flow_actions_prepare(struct dpflow_pipe *pipe, struct dpflow_error *err);
+void flow_actions_release(struct dpflow_pipe *pipe);
+
 #endif /* DPFLOW_FLOW_ACTIONS_H */

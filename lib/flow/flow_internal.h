@@ -24,6 +24,7 @@
 #define TABLE_MISS UINT32_MAX
 
 struct dpflow_pipe;
+struct dpflow_edit_encap;
 
 /* One operation of a batch, as a table kind sees it. */
 struct table_op {
@@ -50,6 +51,9 @@ struct table_kind {
 	int (*apply)(struct dpflow_pipe *pipe, unsigned which,
 		     const struct table_op *ops, unsigned n, unsigned *failed,
 		     struct dpflow_error *err);
+	/* Rebuild kinds: make image @to equal image @from after a flip
+	 * (incremental kinds leave this NULL and get the batch replayed). */
+	void (*sync)(struct dpflow_pipe *pipe, unsigned from, unsigned to);
 	/* Look up @n keys of pipe->key_len bytes at @keys (stride
 	 * DPFLOW_KEY_MAX); write entry indices or TABLE_MISS. */
 	void (*lookup)(const struct dpflow_pipe *pipe, const void *image,
@@ -78,7 +82,10 @@ struct dpflow_pipe {
 	const struct table_kind *kind;
 	void *images[2];
 	size_t image_size;
-	void *kind_state;	      /* the kind's control-side state */
+	void *kind_state; /* the kind's control-side state */
+	/* built encapsulation templates of ENCAP actions */
+	struct dpflow_edit_encap
+	    *encaps[DPFLOW_ACTION_TMPLS_MAX][DPFLOW_ACTIONS_MAX];
 	struct dpflow_entry *entries; /* cfg.size */
 	uint32_t *free_idx;	      /* stack of free entry indices */
 	uint32_t n_free;

@@ -79,6 +79,7 @@ static void pipe_destroy(struct dpflow_pipe *pipe)
 		return;
 	if (pipe->kind)
 		pipe->kind->destroy(pipe);
+	flow_actions_release(pipe);
 	free(pipe->entries);
 	free(pipe->free_idx);
 	free(pipe);
@@ -392,6 +393,8 @@ struct dpflow_pipe *dpflow_pipe_create(struct dpflow_ctx *ctx,
 	for (uint32_t i = 0; i < cfg->size; i++)
 		pipe->free_idx[i] = cfg->size - 1 - i;
 	pipe->n_free = cfg->size;
+	if (flow_actions_prepare(pipe, err))
+		goto fail;
 	pipe->kind = table_kind_for(cfg->type);
 	if (pipe->kind->create(pipe, err)) {
 		pipe->kind = NULL;

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "flow/flow_internal.h"
+#include "flow/table_acl.h"
 #include "flow/table_exact.h"
+#include "flow/table_lpm.h"
 
 /* ---- BASIC: exact match -------------------------------------------------- */
 
@@ -115,11 +117,338 @@ static const struct table_kind exact_kind = {
     .lookup = exact_lookup,
 };
 
+/* ---- LPM: longest prefix on one IPv4 or IPv6 address field --------------- */
+
+static bool lpm_is_v6(const struct dpflow_pipe *pipe)
+{
+	return dpflow_field_bits(pipe->cfg.match.f[0].field) == 128;
+}
+
+static int lpm_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
+{
+	for (int i = 0; i < 2; i++) {
+		if (lpm_is_v6(pipe)) {
+			struct dpflow_lpm6_params p = {.max_rules =
+							   pipe->cfg.size};
+			pipe->images[i] = dpflow_lpm6_create(&p, err);
+		} else {
+			struct dpflow_lpm4_params p = {.max_rules =
+							   pipe->cfg.size};
+			pipe->images[i] = dpflow_lpm4_create(&p, err);
+		}
+		if (!pipe->images[i])
+			return -(err && err->code ? err->code : ENOMEM);
+	}
+	pipe->image_size = lpm_is_v6(pipe)
+			       ? dpflow_lpm6_image_bytes(pipe->images[0])
+			       : dpflow_lpm4_image_bytes(pipe->images[0]);
+	return 0;
+}
+
+static void lpm_destroy(struct dpflow_pipe *pipe)
+{
+	for (int i = 0; i < 2; i++) {
+		if (lpm_is_v6(pipe))
+			dpflow_lpm6_destroy(pipe->images[i]);
+		else
+			dpflow_lpm4_destroy(pipe->images[i]);
+	}
+}
+
+static uint32_t be32(const uint8_t *k)
+{
+	return (uint32_t)k[0] << 24 | (uint32_t)k[1] << 16 |
+	       (uint32_t)k[2] << 8 | k[3];
+}
+
+static int lpm_one(struct dpflow_pipe *pipe, void *img, bool add,
+		   const struct dpflow_entry *e, uint32_t value,
+		   struct dpflow_error *err)
+{
+	if (lpm_is_v6(pipe))
+		return add ? dpflow_lpm6_add(img, e->cfg.key, e->cfg.prefix_len,
+					     value, err)
+			   : dpflow_lpm6_delete(img, e->cfg.key,
+						e->cfg.prefix_len, NULL, err);
+	return add ? dpflow_lpm4_add(img, be32(e->cfg.key), e->cfg.prefix_len,
+				     value, err)
+		   : dpflow_lpm4_delete(img, be32(e->cfg.key),
+					e->cfg.prefix_len, NULL, err);
+}
+
+static int lpm_apply(struct dpflow_pipe *pipe, unsigned which,
+		     const struct table_op *ops, unsigned n, unsigned *failed,
+		     struct dpflow_error *err)
+{
+	void *img = pipe->images[which];
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		rc =
+		    lpm_one(pipe, img, ops[i].add, ops[i].e, ops[i].value, err);
+		if (rc)
+			break;
+	}
+	if (!rc)
+		return 0;
+	*failed = i;
+	if (rc == -EEXIST)
+		dpflow_error_set(err, EEXIST, "match",
+				 "pipe '%s': an entry with this prefix exists",
+				 pipe->name);
+	else if (rc == -ENOSPC)
+		dpflow_error_set(err, ENOSPC, "size", "pipe '%s': table full",
+				 pipe->name);
+	while (i-- > 0)
+		lpm_one(pipe, img, !ops[i].add, ops[i].e, ops[i].value, NULL);
+	return rc;
+}
+
+static void lpm_lookup(const struct dpflow_pipe *pipe, const void *image,
+		       const uint8_t *keys, uint16_t n, uint32_t *values)
+{
+	if (lpm_is_v6(pipe)) {
+		uint8_t addrs[DPFLOW_BURST_MAX * 16];
+
+		for (uint16_t i = 0; i < n; i++)
+			memcpy(addrs + 16 * i,
+			       keys + (size_t)i * DPFLOW_KEY_MAX, 16);
+		dpflow_lpm6_lookup_bulk((const struct dpflow_lpm6_image *)image,
+					addrs, n, values);
+	} else {
+		uint32_t addrs[DPFLOW_BURST_MAX];
+
+		for (uint16_t i = 0; i < n; i++)
+			addrs[i] = be32(keys + (size_t)i * DPFLOW_KEY_MAX);
+		dpflow_lpm4_lookup_bulk((const struct dpflow_lpm4_image *)image,
+					addrs, n, values);
+	}
+}
+
+static const struct table_kind lpm_kind = {
+    .create = lpm_create,
+    .destroy = lpm_destroy,
+    .apply = lpm_apply,
+    .lookup = lpm_lookup,
+};
+
+/* ---- CONTROL and ACL: masks, ranges and priorities -------------------------
+ *
+ * Each per-entry field becomes one or more ACL fields of 8, 16 or 32 bits
+ * (a MAC two, an IPv6 address four). The rule list is the control state;
+ * an image is rebuilt from it on every batch, and after the flip the
+ * other image is a copy of the new one (sync).
+ */
+
+struct acl_state {
+	struct dpflow_acl_rules *rules;
+	unsigned n_fields;
+	/* per ACL field: byte offset in the pipe key, bytes, and which
+	 * template field (for ranges) */
+	uint8_t off[DPFLOW_ACL_FIELDS_MAX];
+	uint8_t bytes[DPFLOW_ACL_FIELDS_MAX];
+	uint8_t tmpl_field[DPFLOW_ACL_FIELDS_MAX];
+};
+
+static uint32_t be_n(const uint8_t *p, unsigned bytes)
+{
+	uint32_t v = 0;
+
+	for (unsigned i = 0; i < bytes; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int acl_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
+{
+	struct acl_state *st = calloc(1, sizeof(*st));
+	struct dpflow_acl_layout layout;
+	unsigned k = 0;
+
+	if (!st)
+		return dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+	memset(&layout, 0, sizeof(layout));
+	for (unsigned f = 0; f < pipe->cfg.match.n; f++) {
+		const struct dpflow_match_field *mf = &pipe->cfg.match.f[f];
+		unsigned bytes = dpflow_field_bytes(mf->field);
+		unsigned off = pipe->field_off[f];
+
+		if (!mf->per_entry)
+			continue;
+		while (bytes) {
+			unsigned w = bytes >= 4 ? 4 : bytes == 3 ? 2 : bytes;
+
+			if (k == DPFLOW_ACL_FIELDS_MAX) {
+				free(st);
+				return dpflow_error_set(
+				    err, EINVAL, "match",
+				    "pipe '%s': per-entry fields too wide "
+				    "for an acl pipe",
+				    pipe->name);
+			}
+			st->off[k] = (uint8_t)off;
+			st->bytes[k] = (uint8_t)w;
+			st->tmpl_field[k] = (uint8_t)f;
+			layout.width[k] = (uint8_t)(8 * w);
+			layout.name[k] = dpflow_field_name(mf->field);
+			off += w;
+			bytes -= w;
+			k++;
+		}
+	}
+	layout.n_fields = k;
+	st->n_fields = k;
+	st->rules = dpflow_acl_rules_create(&layout, pipe->cfg.size, err);
+	if (!st->rules) {
+		free(st);
+		return -(err && err->code ? err->code : ENOMEM);
+	}
+	pipe->kind_state = st;
+	for (int i = 0; i < 2; i++) {
+		pipe->images[i] = dpflow_acl_build(st->rules, NULL, err);
+		if (!pipe->images[i])
+			return -(err && err->code ? err->code : ENOMEM);
+	}
+	return 0;
+}
+
+static void acl_destroy(struct dpflow_pipe *pipe)
+{
+	struct acl_state *st = pipe->kind_state;
+
+	for (int i = 0; i < 2; i++)
+		dpflow_acl_destroy(pipe->images[i]);
+	if (st)
+		dpflow_acl_rules_destroy(st->rules);
+	free(st);
+}
+
+static void acl_rule(const struct dpflow_pipe *pipe, const struct acl_state *st,
+		     const struct dpflow_entry *e, struct dpflow_acl_rule *r)
+{
+	const struct dpflow_entry_cfg *c = &e->cfg;
+	unsigned k_entry = 0, last = 0xff;
+
+	memset(r, 0, sizeof(*r));
+	r->id = e->index;
+	r->value = e->index;
+	r->priority = c->priority;
+	for (unsigned k = 0; k < st->n_fields; k++) {
+		struct dpflow_acl_match *m = &r->field[k];
+		const uint8_t *tm = pipe->cfg.match.f[st->tmpl_field[k]].mask;
+		unsigned within = 0;
+
+		if (st->tmpl_field[k] != last) {
+			/* per-entry field number, for range_set */
+			if (last != 0xff)
+				k_entry++;
+			last = st->tmpl_field[k];
+		}
+		for (unsigned j = 0; j < k; j++)
+			if (st->tmpl_field[j] == st->tmpl_field[k])
+				within += st->bytes[j];
+		if (c->range_set & (1u << k_entry)) {
+			m->type = DPFLOW_ACL_MATCH_RANGE;
+			m->lo = c->range_lo[k_entry];
+			m->hi = c->range_hi[k_entry];
+			continue;
+		}
+		m->type = DPFLOW_ACL_MATCH_MASK;
+		m->mask = be_n(c->mask + st->off[k], st->bytes[k]) &
+			  be_n(tm + within, st->bytes[k]);
+		m->value = be_n(c->key + st->off[k], st->bytes[k]) & m->mask;
+	}
+}
+
+static int acl_apply(struct dpflow_pipe *pipe, unsigned which,
+		     const struct table_op *ops, unsigned n, unsigned *failed,
+		     struct dpflow_error *err)
+{
+	struct acl_state *st = pipe->kind_state;
+	struct dpflow_acl_rule r;
+	struct dpflow_acl_image *img;
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		acl_rule(pipe, st, ops[i].e, &r);
+		rc = ops[i].add ? dpflow_acl_rules_add(st->rules, &r, err)
+				: dpflow_acl_rules_delete(st->rules, r.id, err);
+		if (rc)
+			break;
+	}
+	if (!rc) {
+		img = dpflow_acl_build(st->rules, NULL, err);
+		if (img) {
+			dpflow_acl_destroy(pipe->images[which]);
+			pipe->images[which] = img;
+			return 0;
+		}
+		rc = -(err && err->code ? err->code : ENOMEM);
+		i = n ? n - 1 : 0;
+		*failed = i;
+		i = n;
+	} else {
+		*failed = i;
+	}
+	while (i-- > 0) { /* undo, newest first */
+		acl_rule(pipe, st, ops[i].e, &r);
+		if (ops[i].add)
+			dpflow_acl_rules_delete(st->rules, r.id, NULL);
+		else
+			dpflow_acl_rules_add(st->rules, &r, NULL);
+	}
+	return rc;
+}
+
+static void acl_sync(struct dpflow_pipe *pipe, unsigned from, unsigned to)
+{
+	struct dpflow_acl_image *copy =
+	    dpflow_acl_clone(pipe->images[from], NULL);
+
+	if (copy) {
+		dpflow_acl_destroy(pipe->images[to]);
+		pipe->images[to] = copy;
+	}
+}
+
+static void acl_lookup(const struct dpflow_pipe *pipe, const void *image,
+		       const uint8_t *keys, uint16_t n, uint32_t *values)
+{
+	const struct acl_state *st = pipe->kind_state;
+	uint32_t words[DPFLOW_BURST_MAX][DPFLOW_ACL_FIELDS_MAX];
+	const uint32_t *ptrs[DPFLOW_BURST_MAX];
+
+	for (uint16_t i = 0; i < n; i++) {
+		const uint8_t *k = keys + (size_t)i * DPFLOW_KEY_MAX;
+
+		for (unsigned f = 0; f < st->n_fields; f++)
+			words[i][f] = be_n(k + st->off[f], st->bytes[f]);
+		ptrs[i] = words[i];
+	}
+	dpflow_acl_classify((const struct dpflow_acl_image *)image, ptrs, n,
+			    values);
+}
+
+static const struct table_kind acl_kind = {
+    .create = acl_create,
+    .destroy = acl_destroy,
+    .apply = acl_apply,
+    .sync = acl_sync,
+    .lookup = acl_lookup,
+};
+
 const struct table_kind *table_kind_for(unsigned pipe_type)
 {
 	switch (pipe_type) {
 	case DPFLOW_PIPE_BASIC:
 		return &exact_kind;
+	case DPFLOW_PIPE_LPM:
+		return &lpm_kind;
+	case DPFLOW_PIPE_CONTROL:
+	case DPFLOW_PIPE_ACL:
+		return &acl_kind;
 	default:
 		return NULL;
 	}

@@ -132,7 +132,8 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		if (i + 4 < in.n)
 			DPFLOW_PREFETCH(
 			    dpflow_pool_meta(ctx->pool, in.idx[i + 4]));
-		memset(s->keys[i], 0, pipe->key_len);
+		/* tables read keys in whole words: clear the padding too */
+		memset(s->keys[i], 0, (pipe->key_len + 7u) & ~7u);
 		build_key(pipe, frame, m, s->keys[i]);
 	}
 	pipe->kind->lookup(pipe, image, &s->keys[0][0], in.n, s->values);
