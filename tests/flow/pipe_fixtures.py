@@ -377,12 +377,40 @@ def run_case(dpflow, desc, config, inputs, outputs, drops, tmp):
     return problems
 
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "examples")
+EXAMPLE_TRAFFIC = {"vxlan_decap.yaml": "vxlan", "demo.yaml": "all"}
+
+
+def run_example(dpflow, name, tmp):
+    """An example config loads, runs on generated traffic and sends some."""
+    profile = EXAMPLE_TRAFFIC.get(name, "default")
+    subprocess.run([dpflow, "gen", profile, "--count", "500", "--seed", "5",
+                    "-o", os.path.join(tmp, "in.pcap")], check=True,
+                   stdout=subprocess.DEVNULL)
+    p = subprocess.run([dpflow, "run", os.path.join(EXAMPLES, name)],
+                       cwd=tmp, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
+    out = p.stdout.decode(errors="replace")
+    if p.returncode != 0:
+        return ["exit %d: %s" % (p.returncode, out[-600:])]
+    sent = sum(int(n) for n in re.findall(r"tx\s+(\d+) pkts", out))
+    rx = re.search(r"^\s+in\s+rx\s+(\d+) pkts", out, re.M)
+    problems = []
+    if not rx or int(rx.group(1)) != 500:
+        problems.append("did not read the 500 input packets")
+    if sent == 0:
+        problems.append("sent nothing")
+    return problems
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: pipe_fixtures.py DPFLOW", file=sys.stderr)
         return 2
     failed = 0
-    print("1..%d" % len(CASES))
+    examples = sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".yaml"))
+    print("1..%d" % (len(CASES) + len(examples)))
     for n, (desc, config, inputs, outputs, drops) in enumerate(CASES, 1):
         with tempfile.TemporaryDirectory() as tmp:
             problems = run_case(sys.argv[1], desc, config, inputs, outputs,
@@ -395,6 +423,14 @@ def main():
         else:
             print("ok %d - %s" % (n, desc))
         sys.stdout.flush()
+    for k, name in enumerate(examples, len(CASES) + 1):
+        with tempfile.TemporaryDirectory() as tmp:
+            problems = run_example(os.path.abspath(sys.argv[1]), name, tmp)
+        print("%s %d - examples/%s runs on generated traffic" %
+              ("not ok" if problems else "ok", k, name))
+        for line in problems:
+            print("# " + line)
+        failed += bool(problems)
     return 1 if failed else 0
 
 
