@@ -288,7 +288,12 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 /* Drop counters of the context, indexed by enum dpflow_drop. */
 void dpflow_ctx_drops(const struct dpflow_ctx *ctx, uint64_t *drops);
 
-/* RCU registration of data threads (liburcu QSBR). */
+/*
+ * A data thread calls dpflow_ctx_thread_online() before its first burst
+ * (RCU registration, liburcu QSBR, and its scratch space),
+ * dpflow_ctx_quiescent() between bursts, and dpflow_ctx_thread_offline()
+ * when done (frees the scratch space).
+ */
 void dpflow_ctx_thread_online(struct dpflow_ctx *ctx);
 void dpflow_ctx_thread_offline(struct dpflow_ctx *ctx);
 void dpflow_ctx_quiescent(struct dpflow_ctx *ctx);

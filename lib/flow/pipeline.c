@@ -34,14 +34,15 @@ struct scratch {
 	uint32_t values[DPFLOW_BURST_MAX];
 };
 
+/* Each data thread's scratch: made when it goes online, freed offline. */
+static __thread struct scratch *thread_scratch;
+
 static struct scratch *scratch_of(struct dpflow_ctx *ctx)
 {
-	static __thread struct scratch *s;
-
 	(void)ctx;
-	if (!s)
-		s = calloc(1, sizeof(*s));
-	return s;
+	if (!thread_scratch)
+		thread_scratch = calloc(1, sizeof(*thread_scratch));
+	return thread_scratch;
 }
 
 static void drop_pkt(struct dpflow_ctx *ctx, struct scratch *s, uint32_t idx,
@@ -239,7 +240,7 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 
 void dpflow_ctx_thread_online(struct dpflow_ctx *ctx)
 {
-	(void)ctx;
+	scratch_of(ctx);
 	rcu_register_thread();
 }
 
@@ -247,6 +248,8 @@ void dpflow_ctx_thread_offline(struct dpflow_ctx *ctx)
 {
 	(void)ctx;
 	rcu_unregister_thread();
+	free(thread_scratch);
+	thread_scratch = NULL;
 }
 
 void dpflow_ctx_quiescent(struct dpflow_ctx *ctx)
