@@ -17,6 +17,9 @@ struct workload {
 
 static const struct workload workloads[] = {
     {"parse", bench_parse, "header parser, plain and VXLAN 64-byte frames"},
+    {"exact-1m", bench_exact, "exact-match table, 1M 16-byte 5-tuple keys"},
+    {"acl-10k", bench_acl, "ACL table, 10k 5-tuple prefix/range rules"},
+    {"lpm-512k", bench_lpm, "LPM tables, 512k IPv4 and 64k IPv6 prefixes"},
 };
 
 void bench_report_header(void)

@@ -1,0 +1,1074 @@
+/*
+ * Connection tracking (CT pipes): the image layout and the data-path code
+ * shared by the CPU and GPU targets.
+ *
+ * Owns: the byte layout of a CT image, its key and hash, the TCP and
+ * UDP/ICMP state machines, lookup-or-create with atomic slot claiming.
+ * Everything here is DPF_HD and written in the common subset of C11 and
+ * CUDA C++ (DESIGN.md §1); ct.c builds images, ages and removes
+ * connections on the control thread, the GPU target copies the same bytes
+ * to device memory and calls the same functions.
+ *
+ * Who calls: any number of data threads (or GPU threads) at once, while
+ * the control thread ages or removes connections. The data path writes
+ * this table, so there is one live image (no RCU double buffer); every
+ * change to a slot goes through atomic.h.
+ *
+ * Layout: one 64-byte-aligned block, no pointers inside.
+ *   [header: struct dpflow_ct_image, 4 lines: constants, per-state
+ *    timeouts, statistics, live-connection count]
+ *   [ctrl:  n_buckets x 8 x uint64_t, one line per bucket]
+ *   [locks: n_buckets x uint32_t, rounded up to a line]
+ *   [slots: n_buckets x 8 x struct dpflow_ct_slot, one line each]
+ * Connection i is slot i % 8 of bucket i / 8: its control word at ctrl[i],
+ * its key and user value at slots[i].
+ *
+ * Control word (64 bits; the only word whose changes decide anything):
+ *   bits 0-1 status: FREE, BUSY (being written or freed), READY, DEAD
+ *            (expired on the data path, waiting for the aging scan);
+ *   bits 2-5 state (enum dpflow_ct_state); bit 6 the initiator is the
+ *            "lo" side of the key; bit 7 a reply was seen; bit 8 the first
+ *            FIN came from the reply side;
+ *   bits 10-13 generation (bumped each time the slot is reused, so a
+ *            thread holding an old word cannot change a new connection);
+ *   bits 14-31 signature (18 hash bits: compared before the key);
+ *   bits 32-63 last valid packet, in milliseconds (now_ns / 1e6, mod 2^32).
+ * State, flags and last-seen time change together by CAS, so a packet's
+ * transition, a concurrent packet's and the aging scan's expiry are
+ * serialised on one word.
+ *
+ * Key: both directions of a connection map to one canonical key: the two
+ * (address, port) ends ordered (address bytes, then port), "lo" first,
+ * then protocol and family (40 bytes, 5 words). IPv4 addresses take the
+ * first 4 of 16 bytes, the rest zero.
+ *
+ * Buckets: two candidate buckets per key (b1 from the low hash bits, b2 =
+ * b1 xor an odd mask from the high bits, so never b1), 8 slots each. A
+ * lookup reads at most two control lines and the key of each slot whose
+ * signature matches; it needs no lock.
+ *
+ * Creating: a new key is created under a per-bucket spin lock on b1 (held
+ * for a few dozen instructions; a thread that cannot take it within
+ * busy_spins attempts gives up and counts a busy drop). Two threads that
+ * see the same new flow serialise there, and the second finds the first's
+ * connection: one connection per flow, whichever threads race. The slot is
+ * claimed with a CAS FREE -> BUSY (threads creating other keys may compete
+ * for it), filled, then published READY with a release store. The live
+ * count is reserved first (max_conns). When both buckets are full, an
+ * expired connection in them (DEAD, or READY past its timeout) is taken
+ * over, counted as evicted and not reported; when there is none the packet
+ * is refused (DROP_NO_SLOT). When max_conns is reached the packet is
+ * refused (DROP_FULL), unless DPFLOW_CT_F_EVICT allows taking over an
+ * expired connection of the key's buckets the same way.
+ *
+ * Expiry: a connection expires when no valid packet came for its state's
+ * timeout (whole milliseconds: idle >= timeout). The aging scan (ct.c)
+ * frees expired connections and reports them. A packet that finds its
+ * connection expired before the scan did marks it DEAD (still reported by
+ * the scan) and starts a new one, so a timeout never depends on when the
+ * scan runs. Elapsed times are taken modulo 2^32 ms, so timeouts are at
+ * most 2^31 - 1 ms (24.8 days) and the scan must visit each slot at least
+ * that often.
+ *
+ * TCP: a simplified version of Linux nf_conntrack's TCP tracker
+ * (nf_conntrack_proto_tcp.c, tcp_conntracks[]) without window tracking;
+ * see dpflow_ct_next() and docs/tables/monitor.md for the table and where
+ * it differs.
+ */
+#ifndef DPFLOW_CT_IMPL_H
+#define DPFLOW_CT_IMPL_H
+
+#include <string.h>
+
+#include "dpflow/common.h"
+#include "dpflow/meta.h"
+#include "flow/atomic.h"
+#include "flow/table.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "CT images assume a little-endian host"
+#endif
+
+#define DPFLOW_CT_MAGIC	  0x54435044u /* "DPCT" in memory */
+#define DPFLOW_CT_VERSION 1
+#define DPFLOW_CT_SLOTS	  8  /* slots per bucket */
+#define DPFLOW_CT_RETRIES 16 /* lookups per packet before a busy drop */
+
+/* Connection states: TCP (after Linux nf_conntrack) and the rest. */
+enum dpflow_ct_state {
+	DPFLOW_CT_NONE = 0,
+	DPFLOW_CT_SYN_SENT,
+	DPFLOW_CT_SYN_RECV,
+	DPFLOW_CT_ESTABLISHED,
+	DPFLOW_CT_FIN_WAIT,
+	DPFLOW_CT_CLOSE_WAIT,
+	DPFLOW_CT_LAST_ACK,
+	DPFLOW_CT_TIME_WAIT,
+	DPFLOW_CT_CLOSE,
+	DPFLOW_CT_UDP_UNREPLIED,
+	DPFLOW_CT_UDP_REPLIED,
+	DPFLOW_CT_ICMP_UNREPLIED, /* ICMP and ICMPv6 */
+	DPFLOW_CT_ICMP_REPLIED,
+	DPFLOW_CT_OTHER_UNREPLIED, /* any other IP protocol */
+	DPFLOW_CT_OTHER_REPLIED,
+	DPFLOW_CT_STATE_COUNT
+};
+
+/* Direction of a packet relative to the connection's initiator. */
+enum dpflow_ct_dir {
+	DPFLOW_CT_DIR_ORIG = 0,
+	DPFLOW_CT_DIR_REPLY = 1,
+};
+
+/*
+ * dpflow_ct_result.flags. NEW: this packet created the connection.
+ * INVALID: the packet does not fit the state machine (state and timer
+ * unchanged). IGNORED: tolerated, as a retransmission or a late handshake
+ * packet (state and timer unchanged: Linux's "ignore"). REOPEN: a SYN
+ * reopened a closed connection.
+ */
+#define DPFLOW_CT_R_NEW	    0x01
+#define DPFLOW_CT_R_INVALID 0x02
+#define DPFLOW_CT_R_IGNORED 0x04
+#define DPFLOW_CT_R_REOPEN  0x08
+
+/* Why a packet got no connection (dpflow_ct_result.drop). */
+enum dpflow_ct_drop {
+	DPFLOW_CT_DROP_NONE = 0,
+	DPFLOW_CT_DROP_INVALID, /* cannot open a connection (TCP not SYN) */
+	DPFLOW_CT_DROP_FULL,	/* max_conns live connections */
+	DPFLOW_CT_DROP_NO_SLOT, /* both candidate buckets full */
+	DPFLOW_CT_DROP_BUSY,	/* bucket lock not taken within busy_spins */
+};
+
+/*
+ * Table statistics (relaxed atomic counters in the image header):
+ * connections created; expired (freed by the aging scan); evicted (expired
+ * ones taken over for a new connection, not reported); removed by the
+ * control thread; packets refused because max_conns was reached, because
+ * both buckets were full, because the bucket lock stayed busy; packets
+ * flagged invalid.
+ */
+#define DPFLOW_CT_FOREACH_STAT(_)       \
+	_(CREATED, "created")           \
+	_(EXPIRED, "expired")           \
+	_(EVICTED, "evicted")           \
+	_(REMOVED, "removed")           \
+	_(DROP_FULL, "drop_full")       \
+	_(DROP_NO_SLOT, "drop_no_slot") \
+	_(DROP_BUSY, "drop_busy")       \
+	_(INVALID, "invalid")
+
+enum dpflow_ct_stat {
+#define DPFLOW_CT_STAT_ENUM_(name, str) DPFLOW_CT_STAT_##name,
+	DPFLOW_CT_FOREACH_STAT(DPFLOW_CT_STAT_ENUM_)
+#undef DPFLOW_CT_STAT_ENUM_
+	    DPFLOW_CT_STAT__COUNT
+};
+
+/*
+ * dpflow_ct_image.flags. TCP_LOOSE: a TCP ACK may open a connection in
+ * ESTABLISHED (Linux's nf_conntrack_tcp_loose=1). EVICT: at max_conns, a
+ * new connection takes over an expired one of its buckets.
+ */
+#define DPFLOW_CT_F_TCP_LOOSE 0x1
+#define DPFLOW_CT_F_EVICT     0x2
+
+/* What the data path is given about a packet. */
+struct dpflow_ct_pkt {
+	uint8_t src[16]; /* network order; IPv4: first 4 bytes */
+	uint8_t dst[16];
+	uint16_t sport; /* host order; 0 for ICMP (see pkt_from_hdr) */
+	uint16_t dport;
+	uint8_t proto;	   /* IP protocol */
+	uint8_t family;	   /* 4 or 6 */
+	uint8_t tcp_flags; /* TCP header flags byte (FIN 0x01 ...) */
+	uint8_t reserved;
+};
+
+/* What the data path learns about it. */
+struct dpflow_ct_result {
+	uint32_t conn; /* connection index, DPFLOW_TABLE_MISS when none */
+	uint32_t user; /* the connection's user value */
+	uint8_t state; /* enum dpflow_ct_state after the packet */
+	uint8_t dir;   /* enum dpflow_ct_dir of the packet */
+	uint8_t flags; /* DPFLOW_CT_R_* */
+	uint8_t drop;  /* enum dpflow_ct_drop when conn is MISS */
+};
+
+/* The image header: the first four lines of every CT image. */
+struct dpflow_ct_image {
+	/* line 0: constant after init */
+	uint32_t magic;	    /* DPFLOW_CT_MAGIC */
+	uint16_t version;   /* DPFLOW_CT_VERSION */
+	uint16_t flags;	    /* DPFLOW_CT_F_* */
+	uint32_t n_buckets; /* power of two >= 2 */
+	uint32_t max_conns; /* live connections at most */
+	uint64_t seed;	    /* hash seed */
+	uint64_t ctrl_off;  /* byte offsets of the arrays */
+	uint64_t locks_off;
+	uint64_t slots_off;
+	uint64_t size; /* bytes in the whole image */
+	uint32_t busy_spins;
+	uint32_t reserved0;
+	/* line 1: per-state timeouts in ms, 0 = never (atomic 32-bit words:
+	 * the control thread may change them while data threads read) */
+	uint32_t timeout_ms[16];
+	/* line 2: statistics, enum dpflow_ct_stat */
+	uint64_t stats[8];
+	/* line 3: live connections (READY, DEAD or being freed) */
+	uint64_t n_live;
+	uint8_t reserved1[56];
+};
+DPFLOW_STATIC_ASSERT(sizeof(struct dpflow_ct_image) == 4 * DPFLOW_CACHE_LINE,
+		     "CT header is four lines");
+DPFLOW_STATIC_ASSERT(DPFLOW_CT_STAT__COUNT <= 8, "stats fit their line");
+DPFLOW_STATIC_ASSERT(DPFLOW_CT_STATE_COUNT <= 16, "states fit 4 bits");
+
+/* One connection's cold data: one line. */
+struct dpflow_ct_slot {
+	uint64_t key[5]; /* canonical key words */
+	uint32_t user;	 /* user value (atomic) */
+	uint32_t reserved0;
+	uint64_t created_ns; /* time of the creating packet */
+	uint64_t reserved1;
+};
+DPFLOW_STATIC_ASSERT(sizeof(struct dpflow_ct_slot) == DPFLOW_CACHE_LINE,
+		     "a CT slot is one line");
+
+struct dpflow_ct_key {
+	uint64_t w[5];
+};
+
+/* Control word fields. */
+#define DPFLOW_CT_W_FREE	0ull
+#define DPFLOW_CT_W_BUSY	1ull
+#define DPFLOW_CT_W_READY	2ull
+#define DPFLOW_CT_W_DEAD	3ull
+#define DPFLOW_CT_W_STATUS	3ull
+#define DPFLOW_CT_W_STATE_SHIFT 2
+#define DPFLOW_CT_W_ORIG_LO	(1ull << 6)
+#define DPFLOW_CT_W_REPLIED	(1ull << 7)
+#define DPFLOW_CT_W_FIN_REPLY	(1ull << 8)
+#define DPFLOW_CT_W_GEN_SHIFT	10
+#define DPFLOW_CT_W_GEN		(0xfull << DPFLOW_CT_W_GEN_SHIFT)
+#define DPFLOW_CT_W_SIG_SHIFT	14
+#define DPFLOW_CT_W_SIG		(0x3ffffull << DPFLOW_CT_W_SIG_SHIFT)
+#define DPFLOW_CT_W_TIME_SHIFT	32
+/* status, generation and signature: which connection a word belongs to */
+#define DPFLOW_CT_W_IDENT \
+	(DPFLOW_CT_W_STATUS | DPFLOW_CT_W_GEN | DPFLOW_CT_W_SIG)
+
+#define DPFLOW_TCP_FIN 0x01
+#define DPFLOW_TCP_SYN 0x02
+#define DPFLOW_TCP_RST 0x04
+#define DPFLOW_TCP_PSH 0x08
+#define DPFLOW_TCP_ACK 0x10
+#define DPFLOW_TCP_URG 0x20
+
+/* TCP packet classes, as Linux's get_conntrack_index(); OTHER: not TCP. */
+enum dpflow_ct_class {
+	DPFLOW_CT_C_SYN,
+	DPFLOW_CT_C_SYNACK,
+	DPFLOW_CT_C_FIN,
+	DPFLOW_CT_C_ACK,
+	DPFLOW_CT_C_RST,
+	DPFLOW_CT_C_NONE, /* no usable flag, or an invalid combination */
+	DPFLOW_CT_C_OTHER,
+};
+
+/* Verdicts of dpflow_ct_next(). */
+enum dpflow_ct_verdict {
+	DPFLOW_CT_V_OK,	     /* apply the new state, refresh the timer */
+	DPFLOW_CT_V_REOPEN,  /* as OK, and the connection starts over */
+	DPFLOW_CT_V_IGNORE,  /* keep state and timer */
+	DPFLOW_CT_V_INVALID, /* keep state and timer; flag the packet */
+};
+
+DPF_HD static inline unsigned dpflow_ct_w_state(uint64_t w)
+{
+	return (unsigned)(w >> DPFLOW_CT_W_STATE_SHIFT) & 0xf;
+}
+
+DPF_HD static inline uint32_t dpflow_ct_w_time(uint64_t w)
+{
+	return (uint32_t)(w >> DPFLOW_CT_W_TIME_SHIFT);
+}
+
+DPF_HD static inline uint64_t *dpflow_ct_ctrl(struct dpflow_ct_image *ct)
+{
+	return (uint64_t *)((uint8_t *)ct + ct->ctrl_off);
+}
+
+DPF_HD static inline uint32_t *dpflow_ct_locks(struct dpflow_ct_image *ct)
+{
+	return (uint32_t *)((uint8_t *)ct + ct->locks_off);
+}
+
+DPF_HD static inline struct dpflow_ct_slot *
+dpflow_ct_slots(struct dpflow_ct_image *ct)
+{
+	return (struct dpflow_ct_slot *)((uint8_t *)ct + ct->slots_off);
+}
+
+DPF_HD static inline void dpflow_ct_stat_add(struct dpflow_ct_image *ct,
+					     unsigned stat)
+{
+	dpflow_atomic_add64(&ct->stats[stat], 1);
+}
+
+/*
+ * Fill @p from a parsed header set @h (outer or inner) and the TCP flags
+ * it carries. ICMP and ICMPv6 get ports 0 (meta keeps type and code there,
+ * which differ between a request and its reply), so their connections are
+ * keyed by addresses and protocol. Returns false when @h is not IPv4/IPv6
+ * or is a non-first fragment (no L4 header: the caller decides).
+ */
+DPF_HD static inline bool dpflow_ct_pkt_from_hdr(const struct dpflow_hdr *h,
+						 struct dpflow_ct_pkt *p)
+{
+	uint32_t alen;
+
+	if (h->l3_type != DPFLOW_L3_IPV4 && h->l3_type != DPFLOW_L3_IPV6)
+		return false;
+	if (h->frag == DPFLOW_FRAG_LATER)
+		return false;
+	alen = h->l3_type == DPFLOW_L3_IPV6 ? 16 : 4;
+	memset(p, 0, sizeof(*p));
+	memcpy(p->src, h->src, alen);
+	memcpy(p->dst, h->dst, alen);
+	p->family = h->l3_type == DPFLOW_L3_IPV6 ? 6 : 4;
+	p->proto = h->proto;
+	if (h->l4_type == DPFLOW_L4_TCP || h->l4_type == DPFLOW_L4_UDP ||
+	    h->l4_type == DPFLOW_L4_SCTP) {
+		p->sport = h->sport;
+		p->dport = h->dport;
+	}
+	if (h->l4_type == DPFLOW_L4_TCP)
+		p->tcp_flags = h->tcp_flags;
+	return true;
+}
+
+DPF_HD static inline uint64_t dpflow_ct_bswap64(uint64_t x)
+{
+#ifdef __CUDA_ARCH__
+	x = (x & 0x00ff00ff00ff00ffull) << 8 | (x >> 8 & 0x00ff00ff00ff00ffull);
+	x = (x & 0x0000ffff0000ffffull) << 16 |
+	    (x >> 16 & 0x0000ffff0000ffffull);
+	return x << 32 | x >> 32;
+#else
+	return __builtin_bswap64(x);
+#endif
+}
+
+/*
+ * Make the canonical key of @p in @k. Returns true when the packet's
+ * source is the key's "lo" end (a packet whose two ends are equal counts
+ * as from lo, so all its packets are in one direction). The ends compare
+ * as big-endian numbers (address bytes, then port), without branches:
+ * a packet's direction is random, a branch on it mispredicts.
+ */
+DPF_HD static inline bool dpflow_ct_key_make(const struct dpflow_ct_pkt *p,
+					     struct dpflow_ct_key *k)
+{
+	uint64_t s0, s1, d0, d1, a0, a1, b0, b1, m;
+	bool from_lo;
+	uint64_t sp = p->sport, dp = p->dport;
+
+	memcpy(&s0, p->src, 8);
+	memcpy(&s1, p->src + 8, 8);
+	memcpy(&d0, p->dst, 8);
+	memcpy(&d1, p->dst + 8, 8);
+	if (p->family != 6) { /* IPv4: the first 4 bytes (little-endian) */
+		s0 &= 0xffffffffull;
+		d0 &= 0xffffffffull;
+		s1 = d1 = 0;
+	}
+	a0 = dpflow_ct_bswap64(s0);
+	b0 = dpflow_ct_bswap64(d0);
+	a1 = dpflow_ct_bswap64(s1);
+	b1 = dpflow_ct_bswap64(d1);
+	from_lo =
+	    (a0 < b0) | ((a0 == b0) & ((a1 < b1) | ((a1 == b1) & (sp <= dp))));
+	m = 0 - (uint64_t)from_lo; /* all ones when the source is lo */
+	k->w[0] = d0 ^ ((s0 ^ d0) & m);
+	k->w[1] = d1 ^ ((s1 ^ d1) & m);
+	k->w[2] = s0 ^ ((s0 ^ d0) & m);
+	k->w[3] = s1 ^ ((s1 ^ d1) & m);
+	k->w[4] = (dp ^ ((sp ^ dp) & m)) | (sp ^ ((sp ^ dp) & m)) << 16 |
+		  (uint64_t)p->proto << 32 | (uint64_t)p->family << 40;
+	return from_lo;
+}
+
+/* 64-bit hash of a key: multiply-xorshift rounds, murmur3 finaliser. */
+DPF_HD static inline uint64_t dpflow_ct_hash(const struct dpflow_ct_key *k,
+					     uint64_t seed)
+{
+	uint64_t h = seed ^ 0x9e3779b97f4a7c15ull;
+	unsigned i;
+
+	for (i = 0; i < 5; i++) {
+		h ^= k->w[i];
+		h *= 0xd6e8feb86659fd93ull;
+		h ^= h >> 32;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+/* Where a key may live, from its hash. */
+struct dpflow_ct_loc {
+	uint32_t b1, b2;
+	uint64_t sig; /* already shifted into control-word position */
+};
+
+DPF_HD static inline void dpflow_ct_locate(const struct dpflow_ct_image *ct,
+					   uint64_t h, struct dpflow_ct_loc *l)
+{
+	uint32_t mask = ct->n_buckets - 1;
+
+	l->b1 = (uint32_t)h & mask;
+	l->b2 = (l->b1 ^ ((uint32_t)(h >> 32) | 1u)) & mask;
+	l->sig = (h >> 46) << DPFLOW_CT_W_SIG_SHIFT;
+}
+
+/* Expired at @now_ms? (Timeout 0: never; idle time modulo 2^32 ms.) */
+DPF_HD static inline bool dpflow_ct_expired(const struct dpflow_ct_image *ct,
+					    uint64_t w, uint32_t now_ms)
+{
+	uint32_t to =
+	    dpflow_atomic_load32(&ct->timeout_ms[dpflow_ct_w_state(w)]);
+	uint32_t idle = now_ms - dpflow_ct_w_time(w);
+
+	return to != 0 && idle >= to && idle < 0x80000000u;
+}
+
+DPF_HD static inline bool dpflow_ct_key_eq(const struct dpflow_ct_slot *s,
+					   const struct dpflow_ct_key *k)
+{
+	unsigned i;
+
+	for (i = 0; i < 5; i++)
+		if (dpflow_atomic_load64(&s->key[i]) != k->w[i])
+			return false;
+	return true;
+}
+
+DPF_HD static inline unsigned dpflow_ct_ctz(uint32_t x)
+{
+#ifdef __CUDA_ARCH__
+	return (unsigned)(__ffs((int)x) - 1);
+#else
+	return (unsigned)__builtin_ctz(x);
+#endif
+}
+
+/*
+ * Bit s set when slot s of the bucket at @base is READY with signature
+ * @sig. Branch-free: slot states are random, a branch per slot would
+ * mispredict half the time.
+ */
+DPF_HD static inline uint32_t dpflow_ct_match(const uint64_t *ctrl,
+					      uint32_t base, uint64_t sig)
+{
+	const uint64_t mask = DPFLOW_CT_W_SIG | DPFLOW_CT_W_STATUS;
+	uint32_t m = 0;
+	unsigned s;
+
+	for (s = 0; s < DPFLOW_CT_SLOTS; s++)
+		m |= (uint32_t)((dpflow_atomic_load64(&ctrl[base + s]) &
+				 mask) == (sig | DPFLOW_CT_W_READY))
+		     << s;
+	return m;
+}
+
+/*
+ * Find the READY connection holding @k in its two buckets. Returns its
+ * index and, in *@wout, its control word (checked again after the key
+ * compare, so key and word belong together), or DPFLOW_TABLE_MISS. An
+ * expired connection is not found; with @kill it is marked DEAD for the
+ * aging scan to report.
+ */
+DPF_HD static inline uint32_t dpflow_ct_find(struct dpflow_ct_image *ct,
+					     const struct dpflow_ct_key *k,
+					     const struct dpflow_ct_loc *l,
+					     uint32_t now_ms, bool kill,
+					     uint64_t *wout)
+{
+	uint64_t *ctrl = dpflow_ct_ctrl(ct);
+	struct dpflow_ct_slot *slots = dpflow_ct_slots(ct);
+	uint32_t b1 = l->b1 * DPFLOW_CT_SLOTS, b2 = l->b2 * DPFLOW_CT_SLOTS;
+	/* both buckets' matches in one mask: one loop, usually one pass */
+	uint32_t m = dpflow_ct_match(ctrl, b1, l->sig) |
+		     dpflow_ct_match(ctrl, b2, l->sig) << DPFLOW_CT_SLOTS;
+
+	while (m) {
+		unsigned bit = dpflow_ct_ctz(m);
+		uint32_t i = bit < DPFLOW_CT_SLOTS ? b1 + bit
+						   : b2 + bit - DPFLOW_CT_SLOTS;
+		uint64_t w = dpflow_atomic_load64(&ctrl[i]), w2;
+
+		m &= m - 1;
+		if ((w & DPFLOW_CT_W_STATUS) != DPFLOW_CT_W_READY ||
+		    (w & DPFLOW_CT_W_SIG) != l->sig)
+			continue;
+		dpflow_atomic_fence_acq();
+		if (!dpflow_ct_key_eq(&slots[i], k))
+			continue;
+		dpflow_atomic_fence_acq();
+		w2 = dpflow_atomic_load64(&ctrl[i]);
+		while ((w2 & DPFLOW_CT_W_IDENT) == (w & DPFLOW_CT_W_IDENT) &&
+		       dpflow_ct_expired(ct, w2, now_ms)) {
+			uint64_t dead =
+			    (w2 & ~DPFLOW_CT_W_STATUS) | DPFLOW_CT_W_DEAD;
+
+			if (!kill || dpflow_atomic_cas64(&ctrl[i], &w2, dead))
+				break;
+		}
+		if ((w2 & DPFLOW_CT_W_IDENT) != (w & DPFLOW_CT_W_IDENT) ||
+		    dpflow_ct_expired(ct, w2, now_ms))
+			continue;
+		*wout = w2;
+		return i;
+	}
+	return DPFLOW_TABLE_MISS;
+}
+
+/*
+ * The class of a TCP packet from its flags: Linux's flag validity table
+ * (tcp_valid_flags[], PSH, ECE and CWR ignored) then get_conntrack_index():
+ * RST, else SYN (with ACK: SYNACK), else FIN, else ACK. Valid combinations:
+ * SYN, SYN|URG, SYN|ACK, RST, RST|ACK, FIN|ACK, FIN|ACK|URG, ACK, ACK|URG;
+ * anything else is NONE (invalid).
+ */
+DPF_HD static inline unsigned dpflow_ct_tcp_class(uint8_t flags)
+{
+	/* bit i: combination i of (FIN, SYN, RST, ACK, URG) is valid */
+	const uint32_t valid = 1u << 0x02 | 1u << 0x12 | 1u << 0x0a |
+			       1u << 0x04 | 1u << 0x0c | 1u << 0x09 |
+			       1u << 0x19 | 1u << 0x08 | 1u << 0x18;
+	unsigned i = (unsigned)(flags & 0x07) | (unsigned)(flags >> 1 & 0x18);
+
+	if (!(valid >> i & 1))
+		return DPFLOW_CT_C_NONE;
+	if (flags & DPFLOW_TCP_RST)
+		return DPFLOW_CT_C_RST;
+	if (flags & DPFLOW_TCP_SYN)
+		return flags & DPFLOW_TCP_ACK ? DPFLOW_CT_C_SYNACK
+					      : DPFLOW_CT_C_SYN;
+	if (flags & DPFLOW_TCP_FIN)
+		return DPFLOW_CT_C_FIN;
+	return DPFLOW_CT_C_ACK;
+}
+
+/*
+ * The state machine. From state @st, a packet of class @cls in direction
+ * @dir (the first FIN came from the reply side when @fin_reply) leads to
+ * the returned state with *@verdict; *@fin_out is the new fin_reply.
+ *
+ * TCP (Linux tcp_conntracks[] simplified; s = the side that sent the
+ * first FIN, o = the other side):
+ *   any state, RST           -> CLOSE
+ *   SYN_SENT:  SYN orig -> SYN_SENT; SYN reply -> SYN_RECV (simultaneous
+ *              open; Linux passes through SYN_SENT2); SYNACK reply ->
+ *              SYN_RECV; ACK reply: ignore; else invalid
+ *   SYN_RECV:  ACK orig -> ESTABLISHED; ACK reply -> SYN_RECV;
+ *              SYNACK orig -> SYN_RECV; FIN -> FIN_WAIT
+ *   ESTABLISHED: ACK -> ESTABLISHED; FIN -> FIN_WAIT
+ *   FIN_WAIT:  ACK o -> CLOSE_WAIT; FIN o -> LAST_ACK; ACK/FIN s: stay
+ *   CLOSE_WAIT: ACK: stay; FIN o -> LAST_ACK; FIN s: stay
+ *   LAST_ACK:  ACK s -> TIME_WAIT (the last ACK answers o's FIN); else stay
+ *   TIME_WAIT, CLOSE: ACK, FIN: stay; SYN orig -> SYN_SENT (reopen);
+ *              SYNACK reply: ignore; else invalid
+ *   SYN_RECV .. LAST_ACK: SYN orig and SYNACK reply are ignored
+ *              (retransmissions), SYN reply and SYNACK orig invalid
+ *              (except SYNACK orig in SYN_RECV, above)
+ *   NONE (no valid flag combination): invalid in every state
+ * UDP / ICMP / other: UNREPLIED -> REPLIED on the first reply packet.
+ */
+DPF_HD static inline unsigned dpflow_ct_next(unsigned st, unsigned cls,
+					     unsigned dir, unsigned fin_reply,
+					     unsigned *verdict,
+					     unsigned *fin_out)
+{
+	bool same = dir == fin_reply; /* from the side that sent a FIN first */
+	bool orig = dir == DPFLOW_CT_DIR_ORIG;
+
+	*verdict = DPFLOW_CT_V_OK;
+	*fin_out = fin_reply;
+	if (cls == DPFLOW_CT_C_OTHER) {
+		/* the state first: it rarely changes, the direction does */
+		if ((st == DPFLOW_CT_UDP_UNREPLIED ||
+		     st == DPFLOW_CT_ICMP_UNREPLIED ||
+		     st == DPFLOW_CT_OTHER_UNREPLIED) &&
+		    !orig)
+			return st + 1;
+		return st;
+	}
+	if (cls == DPFLOW_CT_C_RST)
+		return DPFLOW_CT_CLOSE;
+	if (cls == DPFLOW_CT_C_NONE) {
+		*verdict = DPFLOW_CT_V_INVALID;
+		return st;
+	}
+	switch (st) {
+	case DPFLOW_CT_SYN_SENT:
+		if (cls == DPFLOW_CT_C_SYN)
+			return orig ? DPFLOW_CT_SYN_SENT : DPFLOW_CT_SYN_RECV;
+		if (cls == DPFLOW_CT_C_SYNACK && !orig)
+			return DPFLOW_CT_SYN_RECV;
+		if (cls == DPFLOW_CT_C_ACK && !orig) {
+			*verdict = DPFLOW_CT_V_IGNORE;
+			return st;
+		}
+		*verdict = DPFLOW_CT_V_INVALID;
+		return st;
+	case DPFLOW_CT_SYN_RECV:
+		if (cls == DPFLOW_CT_C_ACK)
+			return orig ? DPFLOW_CT_ESTABLISHED
+				    : DPFLOW_CT_SYN_RECV;
+		if (cls == DPFLOW_CT_C_SYNACK && orig)
+			return DPFLOW_CT_SYN_RECV;
+		break;
+	case DPFLOW_CT_ESTABLISHED:
+		if (cls == DPFLOW_CT_C_ACK)
+			return st;
+		break;
+	case DPFLOW_CT_FIN_WAIT:
+		if (cls == DPFLOW_CT_C_ACK)
+			return same ? st : DPFLOW_CT_CLOSE_WAIT;
+		if (cls == DPFLOW_CT_C_FIN)
+			return same ? st : DPFLOW_CT_LAST_ACK;
+		break;
+	case DPFLOW_CT_CLOSE_WAIT:
+		if (cls == DPFLOW_CT_C_ACK)
+			return st;
+		if (cls == DPFLOW_CT_C_FIN)
+			return same ? st : DPFLOW_CT_LAST_ACK;
+		break;
+	case DPFLOW_CT_LAST_ACK:
+		if (cls == DPFLOW_CT_C_ACK)
+			return same ? DPFLOW_CT_TIME_WAIT : st;
+		if (cls == DPFLOW_CT_C_FIN)
+			return st;
+		break;
+	case DPFLOW_CT_TIME_WAIT:
+	case DPFLOW_CT_CLOSE:
+		if (cls == DPFLOW_CT_C_ACK || cls == DPFLOW_CT_C_FIN)
+			return st;
+		if (cls == DPFLOW_CT_C_SYN && orig) {
+			*verdict = DPFLOW_CT_V_REOPEN;
+			*fin_out = 0;
+			return DPFLOW_CT_SYN_SENT;
+		}
+		if (cls == DPFLOW_CT_C_SYNACK && !orig) {
+			*verdict = DPFLOW_CT_V_IGNORE;
+			return st;
+		}
+		*verdict = DPFLOW_CT_V_INVALID;
+		return st;
+	default: /* a TCP packet on a non-TCP state cannot happen */
+		*verdict = DPFLOW_CT_V_INVALID;
+		return st;
+	}
+	/* SYN_RECV .. LAST_ACK, the packets not handled above */
+	if (cls == DPFLOW_CT_C_FIN) { /* SYN_RECV, ESTABLISHED */
+		*fin_out = dir;
+		return DPFLOW_CT_FIN_WAIT;
+	}
+	if ((cls == DPFLOW_CT_C_SYN && orig) ||
+	    (cls == DPFLOW_CT_C_SYNACK && !orig))
+		*verdict = DPFLOW_CT_V_IGNORE;
+	else
+		*verdict = DPFLOW_CT_V_INVALID;
+	return st;
+}
+
+/*
+ * The state a packet of class @cls opens a connection in, or DPFLOW_CT_NONE
+ * when it cannot open one: a TCP SYN opens SYN_SENT; with TCP_LOOSE a TCP
+ * ACK opens ESTABLISHED (pickup of a connection already running); UDP,
+ * ICMP and other protocols open their UNREPLIED state.
+ */
+DPF_HD static inline unsigned
+dpflow_ct_open_state(const struct dpflow_ct_image *ct, unsigned cls,
+		     uint8_t proto)
+{
+	if (cls == DPFLOW_CT_C_SYN)
+		return DPFLOW_CT_SYN_SENT;
+	if (cls == DPFLOW_CT_C_ACK)
+		return ct->flags & DPFLOW_CT_F_TCP_LOOSE ? DPFLOW_CT_ESTABLISHED
+							 : DPFLOW_CT_NONE;
+	if (cls != DPFLOW_CT_C_OTHER)
+		return DPFLOW_CT_NONE;
+	if (proto == 17)
+		return DPFLOW_CT_UDP_UNREPLIED;
+	if (proto == 1 || proto == 58)
+		return DPFLOW_CT_ICMP_UNREPLIED;
+	return DPFLOW_CT_OTHER_UNREPLIED;
+}
+
+/*
+ * Apply a packet to connection @i whose control word was *@w. Returns
+ * false when the connection went away meanwhile (expired, removed,
+ * reused): the caller looks again.
+ */
+DPF_HD static inline bool dpflow_ct_update(struct dpflow_ct_image *ct,
+					   uint32_t i, uint64_t w, bool from_lo,
+					   unsigned cls, uint32_t now_ms,
+					   struct dpflow_ct_result *r)
+{
+	uint64_t *cw = &dpflow_ct_ctrl(ct)[i];
+	const uint32_t *user = &dpflow_ct_slots(ct)[i].user;
+	uint64_t ident = w & DPFLOW_CT_W_IDENT;
+	unsigned dir, st, nst, verdict, fin;
+
+	for (;;) {
+		uint64_t nw = w;
+		uint32_t since;
+
+		dir = ((w & DPFLOW_CT_W_ORIG_LO) != 0) == from_lo
+			  ? DPFLOW_CT_DIR_ORIG
+			  : DPFLOW_CT_DIR_REPLY;
+		st = dpflow_ct_w_state(w);
+		nst = dpflow_ct_next(st, cls, dir,
+				     (w & DPFLOW_CT_W_FIN_REPLY) ? 1u : 0u,
+				     &verdict, &fin);
+		r->user = dpflow_atomic_load32(user);
+		if (verdict == DPFLOW_CT_V_OK ||
+		    verdict == DPFLOW_CT_V_REOPEN) {
+			nw &= ~(0xfull << DPFLOW_CT_W_STATE_SHIFT);
+			nw |= (uint64_t)nst << DPFLOW_CT_W_STATE_SHIFT;
+			if (verdict == DPFLOW_CT_V_REOPEN)
+				nw &= ~(DPFLOW_CT_W_REPLIED |
+					DPFLOW_CT_W_FIN_REPLY);
+			nw |= (uint64_t)(verdict == DPFLOW_CT_V_OK) * dir *
+			      DPFLOW_CT_W_REPLIED;
+			nw = fin ? nw | DPFLOW_CT_W_FIN_REPLY
+				 : nw & ~DPFLOW_CT_W_FIN_REPLY;
+			since = now_ms - dpflow_ct_w_time(w);
+			if (since - 1u < 0x7fffffffu) /* now is later */
+				nw = (nw & 0xffffffffull) |
+				     (uint64_t)now_ms << DPFLOW_CT_W_TIME_SHIFT;
+		} else {
+			nst = st;
+		}
+		if (nw == w) {
+			uint64_t w2;
+
+			dpflow_atomic_fence_acq();
+			w2 = dpflow_atomic_load64(cw);
+			if (w2 == w)
+				break;
+			w = w2;
+		} else if (dpflow_atomic_cas64(cw, &w, nw)) {
+			break;
+		}
+		if ((w & DPFLOW_CT_W_IDENT) != ident)
+			return false;
+	}
+	r->conn = i;
+	r->state = (uint8_t)nst;
+	r->dir = (uint8_t)dir;
+	r->flags = verdict == DPFLOW_CT_V_IGNORE    ? DPFLOW_CT_R_IGNORED
+		   : verdict == DPFLOW_CT_V_INVALID ? DPFLOW_CT_R_INVALID
+		   : verdict == DPFLOW_CT_V_REOPEN  ? DPFLOW_CT_R_REOPEN
+						    : 0;
+	r->drop = DPFLOW_CT_DROP_NONE;
+	if (verdict == DPFLOW_CT_V_INVALID)
+		dpflow_ct_stat_add(ct, DPFLOW_CT_STAT_INVALID);
+	return true;
+}
+
+/* Take a bucket lock within @spins attempts. */
+DPF_HD static inline bool dpflow_ct_lock(uint32_t *l, uint32_t spins)
+{
+	uint32_t i;
+
+	for (i = 0;; i++) {
+		uint32_t z = 0;
+
+		if (dpflow_atomic_load32(l) == 0 &&
+		    dpflow_atomic_cas32(l, &z, 1))
+			return true;
+		if (i >= spins)
+			return false;
+		dpflow_cpu_relax();
+	}
+}
+
+/*
+ * Claim a FREE slot (CAS to BUSY, same generation) in the emptier of the
+ * two buckets, trying its free slots from a position that depends on the
+ * key (so that threads creating different keys spread out). Returns its
+ * index and the BUSY word, or MISS once both buckets are seen full.
+ */
+DPF_HD static inline uint32_t
+dpflow_ct_claim_free(struct dpflow_ct_image *ct, const struct dpflow_ct_loc *l,
+		     uint64_t *wout)
+{
+	uint64_t *ctrl = dpflow_ct_ctrl(ct);
+	unsigned start = (unsigned)(l->sig >> DPFLOW_CT_W_SIG_SHIFT);
+	unsigned passes, t, s;
+
+	/* a pass fails only when other threads took every free slot seen:
+	 * the buckets fill up within a few passes */
+	for (passes = 0; passes < 8 * DPFLOW_CT_SLOTS; passes++) {
+		unsigned n_free[2] = {0, 0};
+		uint32_t base;
+
+		for (t = 0; t < 2; t++) {
+			base = (t ? l->b2 : l->b1) * DPFLOW_CT_SLOTS;
+			for (s = 0; s < DPFLOW_CT_SLOTS; s++)
+				n_free[t] +=
+				    (dpflow_atomic_load64(&ctrl[base + s]) &
+				     DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_FREE;
+		}
+		if (!n_free[0] && !n_free[1])
+			return DPFLOW_TABLE_MISS;
+		base =
+		    (n_free[1] > n_free[0] ? l->b2 : l->b1) * DPFLOW_CT_SLOTS;
+		for (s = 0; s < DPFLOW_CT_SLOTS; s++) {
+			uint32_t i = base + (start + s) % DPFLOW_CT_SLOTS;
+			uint64_t w = dpflow_atomic_load64(&ctrl[i]);
+			uint64_t busy =
+			    (w & DPFLOW_CT_W_GEN) | DPFLOW_CT_W_BUSY;
+
+			if ((w & DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_FREE &&
+			    dpflow_atomic_cas64(&ctrl[i], &w, busy)) {
+				*wout = busy;
+				return i;
+			}
+		}
+	}
+	return DPFLOW_TABLE_MISS;
+}
+
+/*
+ * Take over an expired or DEAD connection of either bucket (eviction):
+ * CAS to BUSY with the next generation. Returns its index or MISS. Its
+ * live count passes to the new connection; it is not reported.
+ */
+DPF_HD static inline uint32_t
+dpflow_ct_claim_victim(struct dpflow_ct_image *ct,
+		       const struct dpflow_ct_loc *l, uint32_t now_ms,
+		       uint64_t *wout)
+{
+	uint64_t *ctrl = dpflow_ct_ctrl(ct);
+	unsigned t, s;
+
+	for (t = 0; t < 2; t++) {
+		uint32_t base = (t ? l->b2 : l->b1) * DPFLOW_CT_SLOTS;
+
+		for (s = 0; s < DPFLOW_CT_SLOTS; s++) {
+			uint64_t w = dpflow_atomic_load64(&ctrl[base + s]);
+			uint64_t st = w & DPFLOW_CT_W_STATUS, busy;
+
+			if (st != DPFLOW_CT_W_DEAD &&
+			    (st != DPFLOW_CT_W_READY ||
+			     !dpflow_ct_expired(ct, w, now_ms)))
+				continue;
+			busy = ((w + (1ull << DPFLOW_CT_W_GEN_SHIFT)) &
+				DPFLOW_CT_W_GEN) |
+			       DPFLOW_CT_W_BUSY;
+			if (dpflow_atomic_cas64(&ctrl[base + s], &w, busy)) {
+				*wout = busy;
+				return base + s;
+			}
+		}
+	}
+	return DPFLOW_TABLE_MISS;
+}
+
+/*
+ * Create the connection of @k (the caller holds b1's lock and found no
+ * READY one). Fills @r; when refused, r->conn stays MISS and r->drop says
+ * why.
+ */
+DPF_HD static inline void
+dpflow_ct_open_conn(struct dpflow_ct_image *ct, const struct dpflow_ct_key *k,
+		    const struct dpflow_ct_loc *l, bool from_lo,
+		    unsigned open_state, uint64_t now_ns, uint32_t now_ms,
+		    uint32_t user, struct dpflow_ct_result *r)
+{
+	uint64_t *ctrl = dpflow_ct_ctrl(ct);
+	struct dpflow_ct_slot *slot;
+	uint64_t w = 0, nw;
+	bool reserved = dpflow_atomic_add64(&ct->n_live, 1) < ct->max_conns;
+	uint32_t i = DPFLOW_TABLE_MISS;
+	unsigned j;
+
+	if (reserved)
+		i = dpflow_ct_claim_free(ct, l, &w);
+	else
+		dpflow_atomic_add64(&ct->n_live, (uint64_t)-1);
+	/* expired connections give way: always when the buckets are full,
+	 * with EVICT also when max_conns is reached */
+	if (i == DPFLOW_TABLE_MISS &&
+	    (reserved || (ct->flags & DPFLOW_CT_F_EVICT))) {
+		i = dpflow_ct_claim_victim(ct, l, now_ms, &w);
+		if (i != DPFLOW_TABLE_MISS) {
+			dpflow_ct_stat_add(ct, DPFLOW_CT_STAT_EVICTED);
+			if (reserved) /* the victim's count is ours now */
+				dpflow_atomic_add64(&ct->n_live, (uint64_t)-1);
+		}
+	}
+	if (i == DPFLOW_TABLE_MISS) {
+		if (reserved)
+			dpflow_atomic_add64(&ct->n_live, (uint64_t)-1);
+		r->drop =
+		    reserved ? DPFLOW_CT_DROP_NO_SLOT : DPFLOW_CT_DROP_FULL;
+		dpflow_ct_stat_add(ct, reserved ? DPFLOW_CT_STAT_DROP_NO_SLOT
+						: DPFLOW_CT_STAT_DROP_FULL);
+		return;
+	}
+	/* BUSY is visible before any byte of the new key (seqlock order) */
+	dpflow_atomic_fence_rel();
+	slot = &dpflow_ct_slots(ct)[i];
+	for (j = 0; j < 5; j++)
+		dpflow_atomic_store64(&slot->key[j], k->w[j]);
+	dpflow_atomic_store32(&slot->user, user);
+	dpflow_atomic_store64(&slot->created_ns, now_ns);
+	nw = (w & DPFLOW_CT_W_GEN) | DPFLOW_CT_W_READY | l->sig |
+	     (uint64_t)open_state << DPFLOW_CT_W_STATE_SHIFT |
+	     (from_lo ? DPFLOW_CT_W_ORIG_LO : 0) |
+	     (uint64_t)now_ms << DPFLOW_CT_W_TIME_SHIFT;
+	dpflow_atomic_store64_rel(&ctrl[i], nw);
+	dpflow_ct_stat_add(ct, DPFLOW_CT_STAT_CREATED);
+	r->conn = i;
+	r->user = user;
+	r->state = (uint8_t)open_state;
+	r->dir = DPFLOW_CT_DIR_ORIG;
+	r->flags = DPFLOW_CT_R_NEW;
+}
+
+/*
+ * Track one packet whose canonical key @k (hash @h, source is the lo end
+ * when @from_lo) was computed by the caller: find its connection and apply
+ * the state machine, or open a new connection with user value @user_new
+ * when the packet may open one. @now_ns is the caller's clock (the same
+ * clock for every thread). Fills @r. Any thread, lock-free except while
+ * creating a connection (see the header).
+ */
+DPF_HD static inline void dpflow_ct_process_key_impl(
+    struct dpflow_ct_image *ct, const struct dpflow_ct_key *k, uint64_t h,
+    bool from_lo, uint8_t proto, uint8_t tcp_flags, uint64_t now_ns,
+    uint32_t user_new, struct dpflow_ct_result *r)
+{
+	uint32_t now_ms = (uint32_t)(now_ns / 1000000u);
+	unsigned cls = proto == 6 ? dpflow_ct_tcp_class(tcp_flags)
+				  : (unsigned)DPFLOW_CT_C_OTHER;
+	uint32_t *lock = NULL;
+	struct dpflow_ct_loc l;
+	unsigned tries, open_state = DPFLOW_CT_NONE;
+
+	dpflow_ct_locate(ct, h, &l);
+	r->conn = DPFLOW_TABLE_MISS;
+	r->user = 0;
+	r->state = DPFLOW_CT_NONE;
+	r->dir = DPFLOW_CT_DIR_ORIG;
+	r->flags = 0;
+	r->drop = DPFLOW_CT_DROP_NONE;
+	for (tries = 0; tries < DPFLOW_CT_RETRIES; tries++) {
+		uint64_t w = 0;
+		uint32_t i = dpflow_ct_find(ct, k, &l, now_ms, true, &w);
+
+		if (i != DPFLOW_TABLE_MISS) {
+			if (dpflow_ct_update(ct, i, w, from_lo, cls, now_ms, r))
+				break;
+			continue;
+		}
+		if (!lock) {
+			open_state = dpflow_ct_open_state(ct, cls, proto);
+			if (open_state == DPFLOW_CT_NONE) {
+				r->flags = DPFLOW_CT_R_INVALID;
+				r->drop = DPFLOW_CT_DROP_INVALID;
+				dpflow_ct_stat_add(ct, DPFLOW_CT_STAT_INVALID);
+				return;
+			}
+			lock = &dpflow_ct_locks(ct)[l.b1];
+			if (!dpflow_ct_lock(lock, ct->busy_spins)) {
+				lock = NULL;
+				break;
+			}
+			continue; /* look again, holding the lock */
+		}
+		dpflow_ct_open_conn(ct, k, &l, from_lo, open_state, now_ns,
+				    now_ms, user_new, r);
+		break;
+	}
+	if (lock)
+		dpflow_atomic_store32_rel(lock, 0);
+	if (tries == DPFLOW_CT_RETRIES ||
+	    (r->conn == DPFLOW_TABLE_MISS && r->drop == DPFLOW_CT_DROP_NONE)) {
+		r->conn = DPFLOW_TABLE_MISS;
+		r->drop = DPFLOW_CT_DROP_BUSY;
+		dpflow_ct_stat_add(ct, DPFLOW_CT_STAT_DROP_BUSY);
+	}
+}
+
+/* dpflow_ct_process_key_impl from the packet tuple. */
+DPF_HD static inline void dpflow_ct_process_impl(struct dpflow_ct_image *ct,
+						 const struct dpflow_ct_pkt *p,
+						 uint64_t now_ns,
+						 uint32_t user_new,
+						 struct dpflow_ct_result *r)
+{
+	struct dpflow_ct_key k;
+	bool from_lo = dpflow_ct_key_make(p, &k);
+
+	dpflow_ct_process_key_impl(ct, &k, dpflow_ct_hash(&k, ct->seed),
+				   from_lo, p->proto, p->tcp_flags, now_ns,
+				   user_new, r);
+}
+
+/*
+ * Find @p's connection without changing anything (no state transition, no
+ * creation; an expired connection is not found). Fills @r: conn (or MISS),
+ * user, current state, the packet's direction. Any thread.
+ */
+DPF_HD static inline void dpflow_ct_lookup_impl(struct dpflow_ct_image *ct,
+						const struct dpflow_ct_pkt *p,
+						uint64_t now_ns,
+						struct dpflow_ct_result *r)
+{
+	struct dpflow_ct_key k;
+	struct dpflow_ct_loc l;
+	bool from_lo = dpflow_ct_key_make(p, &k);
+	uint32_t now_ms = (uint32_t)(now_ns / 1000000u), i = 0;
+	uint64_t w = 0;
+	unsigned tries;
+
+	dpflow_ct_locate(ct, dpflow_ct_hash(&k, ct->seed), &l);
+	r->flags = 0;
+	r->drop = DPFLOW_CT_DROP_NONE;
+	for (tries = 0; tries < DPFLOW_CT_RETRIES; tries++) {
+		i = dpflow_ct_find(ct, &k, &l, now_ms, false, &w);
+		if (i == DPFLOW_TABLE_MISS)
+			break;
+		r->user = dpflow_atomic_load32(&dpflow_ct_slots(ct)[i].user);
+		dpflow_atomic_fence_acq();
+		/* the user value belongs to the connection we found */
+		if ((dpflow_atomic_load64(&dpflow_ct_ctrl(ct)[i]) &
+		     DPFLOW_CT_W_IDENT) == (w & DPFLOW_CT_W_IDENT))
+			break;
+		i = DPFLOW_TABLE_MISS;
+	}
+	r->conn = i;
+	if (i == DPFLOW_TABLE_MISS) {
+		r->user = 0;
+		r->state = DPFLOW_CT_NONE;
+		r->dir = DPFLOW_CT_DIR_ORIG;
+		return;
+	}
+	r->state = (uint8_t)dpflow_ct_w_state(w);
+	r->dir = ((w & DPFLOW_CT_W_ORIG_LO) != 0) == from_lo
+		     ? DPFLOW_CT_DIR_ORIG
+		     : DPFLOW_CT_DIR_REPLY;
+}
+
+#endif /* DPFLOW_CT_IMPL_H */
