@@ -474,7 +474,7 @@ static void usage(FILE *out)
 	    "  --seed N       rule and key generator seed (default 1)\n"
 	    "  --seconds S    length of one trial (default 0.01)\n"
 	    "  --trials N     trials, taking turns with the peer (default "
-	    "50)\n"
+	    "100)\n"
 	    "  --no-peer      skip the DPDK rte_acl peer\n");
 }
 
@@ -492,7 +492,7 @@ int bench_acl(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct acl_opts o = {10000, 65536, 64, 50, 1, 0.01, 50, true};
+	struct acl_opts o = {10000, 65536, 64, 50, 1, 0.01, 100, true};
 	char *end;
 	int c, li = 0;
 

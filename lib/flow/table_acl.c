@@ -18,7 +18,7 @@
  * A tree's root may be a jump table instead (HiCuts-style equal cuts): the
  * top k bits of one field index 2^k child references, so that prefixes
  * such as address blocks are told apart in one step. The field and k
- * (4..16) are those that leave the fewest rules per slot while copying
+ * (4..12) are those that leave the fewest rules per slot while copying
  * the rules at most 1.5 times over; each run of slots holding the same
  * rules gets one subtree.
  *
