@@ -4,10 +4,10 @@
  * longest one that covers the address), on random rule sets from fixed
  * seeds: /0 and full-length host routes, nested chains, siblings sharing a
  * value, overlapping deletes, values of 2^31 and more (IPv4 keeps them in
- * groups), group exhaustion and churn. Also: parameter
- * and prefix validation, failed calls leaving the image byte-identical,
- * copies and replays, bulk against single lookups, and image invariants
- * (dpflow_lpm4_verify / dpflow_lpm6_verify) after every phase.
+ * groups), group exhaustion and churn. Also: parameter and prefix
+ * validation, failed calls leaving the image byte-identical, copies and
+ * replays, bulk against single lookups, and the image invariants
+ * (dpflow_lpm4_verify / dpflow_lpm6_verify) along the way.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -424,10 +424,10 @@ Test(lpm4, random_vs_reference)
 					     rc);
 				ref4_add(&ref, a, l, v);
 			}
-			if (phase % 3 == 0)
+			if (phase == 3)
 				verify4(t);
-			check4(t, &ref, 70000);
-			total += 70000;
+			check4(t, &ref, 30000);
+			total += 30000;
 			for (unsigned i = 0; i < dels && ref.n; i++) {
 				uint32_t k = rng_below(ref.n), old = 0;
 
@@ -439,10 +439,10 @@ Test(lpm4, random_vs_reference)
 				ref4_del(&ref, k);
 			}
 			cr_assert_eq(dpflow_lpm4_count(t), ref.n);
-			if (phase % 3 == 1)
+			if (phase == 7)
 				verify4(t);
-			check4(t, &ref, 50000);
-			total += 50000;
+			check4(t, &ref, 20000);
+			total += 20000;
 		}
 		free(ref.r);
 		dpflow_lpm4_destroy(t);
@@ -1227,8 +1227,8 @@ Test(lpm6, random_vs_reference)
 				ref6_add(&ref, a, l, v);
 			}
 			verify6(t);
-			check6(t, &ref, 90000);
-			total += 90000;
+			check6(t, &ref, 40000);
+			total += 40000;
 			for (unsigned i = 0; i < dels && ref.n; i++) {
 				uint32_t k = rng_below(ref.n), old = 0;
 
@@ -1240,8 +1240,8 @@ Test(lpm6, random_vs_reference)
 				ref.r[k] = ref.r[--ref.n];
 			}
 			verify6(t);
-			check6(t, &ref, 80000);
-			total += 80000;
+			check6(t, &ref, 30000);
+			total += 30000;
 		}
 		free(ref.r);
 		dpflow_lpm6_destroy(t);
