@@ -26,6 +26,8 @@ int bench_parse(int argc, char **argv);
 int bench_exact(int argc, char **argv);
 /* `dpflow bench acl-10k`: ACL table, 10k prefix/range rules. */
 int bench_acl(int argc, char **argv);
+/* `dpflow bench ct`: connection tracking, established and new flows. */
+int bench_ct(int argc, char **argv);
 /* `dpflow bench lpm-512k`: LPM table, 512k IPv4 prefixes. */
 int bench_lpm(int argc, char **argv);
 

@@ -19,6 +19,7 @@ static const struct workload workloads[] = {
     {"parse", bench_parse, "header parser, plain and VXLAN 64-byte frames"},
     {"exact-1m", bench_exact, "exact-match table, 1M 16-byte 5-tuple keys"},
     {"acl-10k", bench_acl, "ACL table, 10k 5-tuple prefix/range rules"},
+    {"ct", bench_ct, "connection tracking, 1M flows, against rte_hash"},
     {"lpm-512k", bench_lpm, "LPM tables, 512k IPv4 and 64k IPv6 prefixes"},
 };
 
