@@ -624,6 +624,7 @@ static int load_entries(struct loader *L, const struct ynode *pipes)
 	}
 	for (unsigned i = 0; i < y_len(pipes); i++) {
 		struct ynode p, ents, name;
+		struct dpflow_pipe_cfg cfg;
 		struct dpflow_pipe *pipe;
 
 		y_item(&L->d, pipes, i, &p);
@@ -636,18 +637,19 @@ static int load_entries(struct loader *L, const struct ynode *pipes)
 			return yerr(&L->d, &ents, EINVAL,
 				    "expected a list of entries");
 		}
+		/* the pipe's config as parsed, for its templates */
+		if (parse_pipe(L, &p, &cfg)) {
+			free(users);
+			return -(L->d.err ? L->d.err->code : EINVAL);
+		}
 		for (unsigned k = 0; k < y_len(&ents); k++, u++) {
 			struct dpflow_entry_cfg ec;
 			struct ynode it;
-			struct dpflow_pipe_cfg cfg;
 			int rc;
 
 			y_item(&L->d, &ents, k, &it);
 			L->entry_at[u] = it;
-			/* the pipe's config as parsed (cheap to redo) */
-			rc = parse_pipe(L, &p, &cfg);
-			if (!rc)
-				rc = parse_entry(L, pipe, &cfg, &it, &ec);
+			rc = parse_entry(L, pipe, &cfg, &it, &ec);
 			if (rc) {
 				free(users);
 				return rc;
