@@ -16,8 +16,18 @@
 extern "C" {
 #endif
 
+/* A software handler a config may forward to by name. */
+struct dpflow_handler_def {
+	const char *name;
+	dpflow_handler_fn fn;
+	void *arg;
+};
+
 struct dpflow_config_opts {
 	uint32_t pool_slots; /* 0: the context default */
+	/* handlers registered on the context before pipes are made */
+	const struct dpflow_handler_def *handlers;
+	unsigned n_handlers;
 };
 
 struct dpflow_ctx *dpflow_config_load(const char *path,

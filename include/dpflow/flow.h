@@ -41,6 +41,8 @@ extern "C" {
 #define DPFLOW_ACTION_TMPLS_MAX 8
 #define DPFLOW_PORTS_MAX	16
 #define DPFLOW_PIPES_MAX	64
+#define DPFLOW_HANDLERS_MAX	16
+#define DPFLOW_RSS_QUEUES_MAX	64
 
 struct dpflow_ctx;
 struct dpflow_pipe;
@@ -50,8 +52,12 @@ struct dpflow_entry;
 /* ---- context and ports ------------------------------------------------- */
 
 struct dpflow_ctx_params {
-	uint32_t pool_slots; /* 0: 8192 */
-	uint16_t data_room;  /* 0: the pool default (2048) */
+	uint32_t pool_slots;	  /* 0: 8192 */
+	uint16_t data_room;	  /* 0: the pool default (2048) */
+	uint16_t rss_queues;	  /* software receive queues for RSS: 0..64 */
+	uint32_t rss_queue_size;  /* packets per queue, power of 2; 0: 4096 */
+	uint32_t shared_counters; /* shared counters, ids 1..N */
+	uint32_t shared_meters;	  /* shared meters, ids 1..N */
 };
 
 struct dpflow_ctx *dpflow_ctx_create(const struct dpflow_ctx_params *p,
@@ -68,6 +74,85 @@ struct dpflow_port *dpflow_ctx_port(struct dpflow_ctx *ctx, unsigned id);
 const char *dpflow_ctx_port_name(const struct dpflow_ctx *ctx, unsigned id);
 unsigned dpflow_ctx_port_count(const struct dpflow_ctx *ctx);
 
+/* ---- software handlers, RSS queues, shared monitors -----------------------
+ */
+
+/* A software handler: gets @n packets and owns them (frees or keeps them). */
+typedef void (*dpflow_handler_fn)(void *arg, struct dpflow_pool *pool,
+				  const uint32_t *idx, uint16_t n);
+
+/*
+ * Register handler @fn under @name, so that configs can forward to it by
+ * name (`fwd: {handler: NAME}`). Returns 0, -EEXIST or -ENOSPC (at most
+ * DPFLOW_HANDLERS_MAX).
+ */
+int dpflow_ctx_handler_register(struct dpflow_ctx *ctx, const char *name,
+				dpflow_handler_fn fn, void *arg,
+				struct dpflow_error *err);
+/* Look a handler up by name: 0 and *@fn, *@arg set, or -ENOENT. */
+int dpflow_ctx_handler_find(const struct dpflow_ctx *ctx, const char *name,
+			    dpflow_handler_fn *fn, void **arg);
+
+/*
+ * Receive up to @max packets that RSS forwarding put on software queue
+ * @queue (0..rss_queues-1). The caller owns them. Any thread, one reader
+ * per queue. Returns how many.
+ */
+uint16_t dpflow_ctx_rss_rx(struct dpflow_ctx *ctx, uint16_t queue,
+			   uint32_t *idx, uint16_t max);
+/* Packets RSS forwarding has put on @queue since the start. */
+uint64_t dpflow_ctx_rss_count(const struct dpflow_ctx *ctx, uint16_t queue);
+unsigned dpflow_ctx_rss_queues(const struct dpflow_ctx *ctx);
+
+/*
+ * The symmetric Toeplitz hash RSS forwarding uses (the 40-byte key of
+ * 0x6d5a repeated, so both directions of a flow hash alike) over the
+ * source and destination addresses then ports, as in Microsoft's RSS
+ * specification: IPv4 12 bytes, IPv6 36 bytes, ports only for TCP, UDP and
+ * SCTP. @inner selects the inner headers of a tunnel.
+ */
+uint32_t dpflow_rss_hash(const struct dpflow_pool *pool, uint32_t idx,
+			 bool inner);
+
+enum dpflow_meter_alg_kind {
+	DPFLOW_METER_ALG_NONE = 0, /* no meter: every packet green */
+	DPFLOW_METER_ALG_SRTCM,	   /* RFC 2697: cir, cbs, ebs */
+	DPFLOW_METER_ALG_TRTCM,	   /* RFC 2698: cir, pir, cbs, pbs */
+};
+
+/* Meter colours, also the values of the meta.color match field. */
+enum dpflow_color {
+	DPFLOW_COLOR_GREEN = 0,
+	DPFLOW_COLOR_YELLOW = 1,
+	DPFLOW_COLOR_RED = 2,
+};
+
+struct dpflow_meter_cfg {
+	uint8_t alg;	  /* enum dpflow_meter_alg_kind */
+	bool color_aware; /* else colour-blind (the packet's meta.color is
+			     its colour so far) */
+	uint64_t cir;	  /* committed rate, bytes per second */
+	uint64_t pir;	  /* trTCM: peak rate, bytes/s, >= cir */
+	uint32_t cbs;	  /* committed burst, bytes */
+	uint32_t ebs;	  /* srTCM: excess burst, bytes */
+	uint32_t pbs;	  /* trTCM: peak burst, bytes */
+};
+
+/* Configure shared meter @id (1..shared_meters), buckets full. */
+int dpflow_shared_meter_config(struct dpflow_ctx *ctx, uint32_t id,
+			       const struct dpflow_meter_cfg *cfg,
+			       struct dpflow_error *err);
+
+struct dpflow_counter {
+	uint64_t pkts;
+	uint64_t bytes;
+};
+
+/* Read shared counter @id (1..shared_counters): 0 or -EINVAL. */
+int dpflow_shared_counter_read(const struct dpflow_ctx *ctx, uint32_t id,
+			       struct dpflow_counter *c);
+uint32_t dpflow_ctx_shared_counters(const struct dpflow_ctx *ctx);
+
 /* ---- pipes -------------------------------------------------------------- */
 
 enum dpflow_pipe_type {
@@ -76,7 +161,7 @@ enum dpflow_pipe_type {
 	DPFLOW_PIPE_ACL,     /* masked and ranges, priorities, large */
 	DPFLOW_PIPE_LPM,     /* longest prefix on one address field */
 	DPFLOW_PIPE_HASH,    /* entry = hash of fields modulo size */
-	DPFLOW_PIPE_CT,	     /* connection tracking */
+	DPFLOW_PIPE_CT,	     /* connection tracking, no entries */
 	DPFLOW_PIPE__COUNT,
 };
 
@@ -153,21 +238,61 @@ enum dpflow_fwd_kind {
 	DPFLOW_FWD_PER_ENTRY, /* pipe forwarding only: each entry says */
 };
 
-struct dpflow_pkt_handler_ctx;
-/* A software handler: gets the packets and owns them. */
-typedef void (*dpflow_handler_fn)(void *arg, struct dpflow_pool *pool,
-				  const uint32_t *idx, uint16_t n);
-
 struct dpflow_fwd {
 	uint8_t kind; /* enum dpflow_fwd_kind */
 	uint16_t port;
 	struct dpflow_pipe *pipe;
 	dpflow_handler_fn handler;
 	void *handler_arg;
+	/* RSS: software queues rss_queue .. rss_queue + rss_n - 1, picked
+	 * by dpflow_rss_hash() modulo rss_n (meta.rss_hash and meta.queue
+	 * are set) */
+	uint16_t rss_queue;
+	uint16_t rss_n;
+	bool rss_inner; /* hash the inner headers of tunnelled packets */
 };
 
+/*
+ * What a pipe measures on a hit. Entries may override the meter, the
+ * shared counter and the aging timeout (struct dpflow_entry_cfg).
+ */
 struct dpflow_monitor {
-	bool counter; /* per-entry packet and byte counters */
+	bool counter;		       /* per-entry packet and byte counters */
+	uint32_t shared_counter;       /* also count into this shared counter
+					  (1..shared_counters), 0: none */
+	struct dpflow_meter_cfg meter; /* a meter per entry, from this
+					  template unless the entry gives
+					  its own */
+	uint32_t shared_meter;	       /* meter with shared meter @id instead */
+	uint32_t aging_ms; /* entries not hit for this long are reported by
+			      dpflow_pipe_age(); 0: no aging */
+};
+
+/*
+ * Colour-based forwarding: after a meter, yellow packets take @yellow
+ * when @yellow_set (else the hit forwarding) and red packets @red when
+ * @red_set (else they are dropped, reason FLOW_METER_RED). meta.color
+ * carries the colour to later pipes either way.
+ */
+struct dpflow_color_fwd {
+	bool yellow_set, red_set;
+	struct dpflow_fwd yellow;
+	struct dpflow_fwd red;
+};
+
+/* Connection tracking pipes (type CT). */
+struct dpflow_ct_cfg {
+	bool inner;	  /* track the inner 5-tuple of tunnelled packets */
+	bool lookup_only; /* never create connections */
+	bool tcp_strict;  /* only a SYN opens a TCP connection (default:
+			     a mid-stream packet opens it ESTABLISHED) */
+	bool evict;	  /* when full, reuse expired connections */
+	bool user;	  /* a new connection stores register @user_reg
+			     and every tracked packet gets the
+			     connection's value back in it */
+	uint8_t user_reg; /* 0..3 */
+	uint32_t timeout_ms[16]; /* per state (meta.ct_state values); 0:
+				    the default (Linux's) */
 };
 
 struct dpflow_pipe_cfg {
@@ -182,7 +307,17 @@ struct dpflow_pipe_cfg {
 	struct dpflow_monitor monitor;
 	struct dpflow_fwd fwd;
 	struct dpflow_fwd miss_fwd;
+	struct dpflow_color_fwd color_fwd;
+	struct dpflow_ct_cfg ct; /* CT pipes */
+	uint32_t hash_seed;	 /* HASH pipes: seed of dpflow_hash32() */
 };
+
+/*
+ * The hash of HASH pipes: 32-bit MurmurHash3 (x86_32) of the pipe's key
+ * (its per-entry fields in template order, masked) with @seed. A packet
+ * takes the entry at slot dpflow_hash32(key) % size.
+ */
+uint32_t dpflow_hash32(const void *key, unsigned len, uint32_t seed);
 
 struct dpflow_pipe *dpflow_pipe_create(struct dpflow_ctx *ctx,
 				       const struct dpflow_pipe_cfg *cfg,
@@ -203,11 +338,18 @@ struct dpflow_entry_cfg {
 	uint32_t range_hi[DPFLOW_MATCH_FIELDS_MAX];
 	uint16_t range_set;
 	uint8_t prefix_len;  /* LPM: prefix length of the address field */
+	uint32_t hash_index; /* HASH: the slot this entry takes */
 	uint32_t priority;   /* CONTROL/ACL: lower wins */
 	uint8_t action_tmpl; /* index into the pipe's action templates */
 	/* per-entry action values, one per action of the template */
 	uint8_t action_value[DPFLOW_ACTIONS_MAX][16];
+	/* the outer headers of the template's per-entry ENCAP action */
+	struct dpflow_encap encap;
 	struct dpflow_fwd fwd; /* when the pipe's forwarding is PER_ENTRY */
+	/* monitor overrides (0 / alg NONE: the pipe's monitor) */
+	struct dpflow_meter_cfg meter;
+	uint32_t shared_counter;
+	uint32_t aging_ms;
 };
 
 struct dpflow_queue *dpflow_queue_create(struct dpflow_ctx *ctx,
@@ -226,6 +368,16 @@ struct dpflow_entry *dpflow_entry_add(struct dpflow_queue *q,
 				      void *user, struct dpflow_error *err);
 int dpflow_entry_remove(struct dpflow_queue *q, struct dpflow_entry *e,
 			void *user);
+/*
+ * Replace entry @e with @cfg (match, actions, forwarding and monitor may
+ * all change) in the next batch. Packets see the old entry or the new one,
+ * never neither. Returns the new entry's handle (the old one is released
+ * when the batch is applied, its counters carried over) or NULL + @err.
+ */
+struct dpflow_entry *dpflow_entry_update(struct dpflow_queue *q,
+					 struct dpflow_entry *e,
+					 const struct dpflow_entry_cfg *cfg,
+					 void *user, struct dpflow_error *err);
 
 enum dpflow_entry_status {
 	DPFLOW_ENTRY_OK = 0,
@@ -244,11 +396,6 @@ typedef void (*dpflow_entry_cb)(struct dpflow_entry *e, int status,
  */
 int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 			   struct dpflow_error *err);
-
-struct dpflow_counter {
-	uint64_t pkts;
-	uint64_t bytes;
-};
 
 int dpflow_entry_counter(const struct dpflow_entry *e,
 			 struct dpflow_counter *c);
@@ -271,7 +418,26 @@ struct dpflow_pipe_stats {
 	uint64_t pkts; /* packets looked up */
 	uint64_t hits;
 	uint64_t misses;
+	uint64_t color[3]; /* metered packets by colour */
+	/* CT pipes */
+	uint64_t ct_live, ct_created, ct_expired, ct_invalid, ct_refused;
 };
+
+/*
+ * Called by dpflow_pipe_age() for each entry that aged out (it stays in
+ * the pipe until removed: the usual reply is dpflow_entry_remove()).
+ */
+typedef void (*dpflow_aged_cb)(struct dpflow_entry *e, uint64_t last_hit_ns,
+			       void *arg);
+
+/*
+ * Aging, from a control thread: report each entry of @pipe with aging that
+ * had no hit for its timeout at @now_ns (dpflow_clock_ns() time), once;
+ * for a CT pipe, free expired connections. @budget slots are scanned from
+ * where the previous call stopped (0: all). Returns how many aged out.
+ */
+uint32_t dpflow_pipe_age(struct dpflow_pipe *pipe, uint64_t now_ns,
+			 uint32_t budget, dpflow_aged_cb cb, void *arg);
 
 int dpflow_pipe_stats_get(const struct dpflow_pipe *pipe,
 			  struct dpflow_pipe_stats *s);

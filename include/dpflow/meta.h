@@ -71,7 +71,9 @@ extern "C" {
 	_(FLOW_NO_ROOT, "flow_no_root_pipe")             \
 	_(FLOW_FWD_DROP, "flow_drop")                    \
 	_(FLOW_MISS_DROP, "flow_miss_drop")              \
-	_(FLOW_TOO_DEEP, "flow_pipe_depth")
+	_(FLOW_TOO_DEEP, "flow_pipe_depth")              \
+	_(FLOW_METER_RED, "flow_meter_red")              \
+	_(FLOW_RSS_FULL, "flow_rss_queue_full")
 
 enum dpflow_drop {
 #define DPFLOW_DROP_ENUM_(name, str) DPFLOW_DROP_##name,
@@ -135,6 +137,12 @@ const char *dpflow_tun_name(unsigned type);
 #define DPFLOW_META_F_GENEVE_OAM  0x08
 #define DPFLOW_META_F_GENEVE_CRIT 0x10
 
+/* meta.ct_flags, set by a CT pipe */
+#define DPFLOW_META_CT_NEW     0x01 /* this packet opened the connection */
+#define DPFLOW_META_CT_REPLY   0x02 /* it comes from the responder */
+#define DPFLOW_META_CT_IGNORED 0x04 /* tolerated retransmission, no change */
+#define DPFLOW_META_CT_REOPEN  0x08 /* a SYN reopened a closed connection */
+
 /* ICMP/ICMPv6 keep type and code in sport and dport (as Open vSwitch). */
 struct dpflow_hdr {
 	uint8_t src[16]; /* IPv4: first 4 bytes; network order */
@@ -171,15 +179,16 @@ struct dpflow_pkt_meta {
 	uint16_t port;
 	uint16_t queue;
 	uint32_t rss_hash;
-	uint8_t drop;	  /* enum dpflow_drop */
-	uint8_t tun_type; /* enum dpflow_tun_type */
-	uint8_t flags;	  /* DPFLOW_META_F_* */
-	uint8_t reserved0;
+	uint8_t drop;	      /* enum dpflow_drop */
+	uint8_t tun_type;     /* enum dpflow_tun_type */
+	uint8_t flags;	      /* DPFLOW_META_F_* */
+	uint8_t color;	      /* meter colour (flow.h enum dpflow_color) */
 	uint32_t tun_id;      /* VXLAN/GENEVE VNI, GRE key */
 	uint16_t tun_off;     /* offset of the tunnel header in the frame */
 	uint16_t tun_hdr_len; /* tunnel header bytes, options included */
 	uint16_t tun_proto;   /* GENEVE/GRE protocol type */
-	uint16_t reserved1;
+	uint8_t ct_state;     /* connection state after a CT pipe (0: none) */
+	uint8_t ct_flags;     /* DPFLOW_META_CT_* */
 	uint32_t gre_seq;
 	uint64_t rx_ts_ns;   /* receive timestamp, ns since the Unix epoch */
 	uint64_t tx_time_ns; /* requested send time, 0 = now */

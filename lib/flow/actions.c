@@ -62,11 +62,40 @@ bool flow_action_supported(const struct dpflow_action *a)
 	case DPFLOW_ACT_ADD_FIELD:
 	case DPFLOW_ACT_COPY_FIELD:
 		return is_reg(a->field);
-	case DPFLOW_ACT_ENCAP:
-		return !a->per_entry;
 	default:
 		return a->kind < DPFLOW_ACT__COUNT;
 	}
+}
+
+int flow_encap_build(const struct dpflow_encap *e,
+		     struct dpflow_edit_encap **out, struct dpflow_error *err)
+{
+	struct dpflow_edit_encap_params p;
+	struct dpflow_edit_encap *tmpl;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.type = e->tun_type;
+	p.ip_version = e->ipv6 ? 6 : 4;
+	p.inner_eth = e->tun_type != DPFLOW_TUN_IPIP;
+	p.ttl = e->ttl;
+	memcpy(p.eth_src, e->src_mac, 6);
+	memcpy(p.eth_dst, e->dst_mac, 6);
+	memcpy(p.src, e->ipv6 ? e->src : e->src + 12, e->ipv6 ? 16 : 4);
+	memcpy(p.dst, e->ipv6 ? e->dst : e->dst + 12, e->ipv6 ? 16 : 4);
+	p.vni = e->id;
+	if (e->tun_type == DPFLOW_TUN_GRE && e->gre_key)
+		p.flags |= DPFLOW_EDIT_ENCAP_F_GRE_KEY;
+	tmpl = calloc(1, sizeof(*tmpl));
+	if (!tmpl)
+		return dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+	rc = dpflow_edit_encap_build(tmpl, &p, err);
+	if (rc) {
+		free(tmpl);
+		return rc;
+	}
+	*out = tmpl;
+	return 0;
 }
 
 int flow_actions_prepare(struct dpflow_pipe *pipe, struct dpflow_error *err)
@@ -75,37 +104,14 @@ int flow_actions_prepare(struct dpflow_pipe *pipe, struct dpflow_error *err)
 		for (unsigned i = 0; i < pipe->cfg.actions[t].n; i++) {
 			const struct dpflow_action *a =
 			    &pipe->cfg.actions[t].a[i];
-			const struct dpflow_encap *e = &a->encap;
-			struct dpflow_edit_encap_params p;
-			struct dpflow_edit_encap *tmpl;
 			int rc;
 
-			if (a->kind != DPFLOW_ACT_ENCAP)
+			if (a->kind != DPFLOW_ACT_ENCAP || a->per_entry)
 				continue;
-			memset(&p, 0, sizeof(p));
-			p.type = e->tun_type;
-			p.ip_version = e->ipv6 ? 6 : 4;
-			p.inner_eth = e->tun_type != DPFLOW_TUN_IPIP;
-			p.ttl = e->ttl;
-			memcpy(p.eth_src, e->src_mac, 6);
-			memcpy(p.eth_dst, e->dst_mac, 6);
-			memcpy(p.src, e->ipv6 ? e->src : e->src + 12,
-			       e->ipv6 ? 16 : 4);
-			memcpy(p.dst, e->ipv6 ? e->dst : e->dst + 12,
-			       e->ipv6 ? 16 : 4);
-			p.vni = e->id;
-			if (e->tun_type == DPFLOW_TUN_GRE && e->gre_key)
-				p.flags |= DPFLOW_EDIT_ENCAP_F_GRE_KEY;
-			tmpl = calloc(1, sizeof(*tmpl));
-			if (!tmpl)
-				return dpflow_error_set(err, ENOMEM, NULL,
-							"out of memory");
-			rc = dpflow_edit_encap_build(tmpl, &p, err);
-			if (rc) {
-				free(tmpl);
+			rc = flow_encap_build(&a->encap, &pipe->encaps[t][i],
+					      err);
+			if (rc)
 				return rc;
-			}
-			pipe->encaps[t][i] = tmpl;
 		}
 	return 0;
 }
@@ -247,7 +253,9 @@ unsigned flow_actions_apply(struct dpflow_ctx *ctx,
 			r = dpflow_edit_vlan_pop(pool, idx);
 			break;
 		case DPFLOW_ACT_ENCAP:
-			r = dpflow_edit_encap(pool, idx, pipe->encaps[tn][i]);
+			r = dpflow_edit_encap(
+			    pool, idx,
+			    a->per_entry ? e->encap : pipe->encaps[tn][i]);
 			break;
 		case DPFLOW_ACT_DECAP:
 			r = dpflow_edit_decap(pool, idx, 0);

@@ -10,9 +10,11 @@
 #include <string.h>
 #include <urcu-qsbr.h>
 
+#include "dpflow/clock.h"
 #include "dpflow/flow.h"
 #include "dpflow/log.h"
 
+#include "flow/flow_actions.h"
 #include "flow/flow_internal.h"
 
 #define QUEUE_OPS_MAX (1u << 22)
@@ -46,6 +48,9 @@ struct dpflow_queue *dpflow_queue_create(struct dpflow_ctx *ctx,
 
 static void release_index(struct dpflow_pipe *pipe, struct dpflow_entry *e)
 {
+	free(e->encap);
+	e->encap = NULL;
+	e->replaces = NULL;
 	e->state = ENTRY_FREE;
 	pipe->free_idx[pipe->n_free++] = e->index;
 }
@@ -113,6 +118,8 @@ struct dpflow_entry *dpflow_entry_add(struct dpflow_queue *q,
 	e->index = (uint32_t)(e - pipe->entries);
 	e->state = ENTRY_PENDING;
 	e->cfg = *cfg;
+	e->encap = NULL;
+	e->replaces = NULL;
 	e->pkts = e->bytes = 0;
 	op->add = true;
 	op->e = e;
@@ -135,6 +142,41 @@ int dpflow_entry_remove(struct dpflow_queue *q, struct dpflow_entry *e,
 	op->e = e;
 	op->user = user;
 	return 0;
+}
+
+struct dpflow_entry *dpflow_entry_update(struct dpflow_queue *q,
+					 struct dpflow_entry *e,
+					 const struct dpflow_entry_cfg *cfg,
+					 void *user, struct dpflow_error *err)
+{
+	struct dpflow_entry *ne;
+
+	if (!e || e->pipe->ctx != q->ctx || e->state != ENTRY_ACTIVE) {
+		dpflow_error_set(err, EINVAL, "entry",
+				 "update of an entry that is not active");
+		return NULL;
+	}
+	if (e->pipe->n_free == 0) {
+		/* the new entry takes a slot until the old one is gone */
+		dpflow_error_set(err, ENOSPC, "size",
+				 "pipe '%s' is full (%u entries): an update "
+				 "needs one free slot",
+				 e->pipe->name, e->pipe->cfg.size);
+		return NULL;
+	}
+	if (dpflow_entry_remove(q, e, user)) {
+		dpflow_error_set(err, ENOSPC, "queue", "queue full");
+		return NULL;
+	}
+	ne = dpflow_entry_add(q, e->pipe, cfg, user, err);
+	if (!ne) {
+		/* take the removal back off the queue */
+		q->n--;
+		e->state = ENTRY_ACTIVE;
+		return NULL;
+	}
+	ne->replaces = e;
+	return ne;
 }
 
 /* True when forwarding to @to could lead back to @from. */
@@ -164,11 +206,41 @@ static bool reaches(const struct dpflow_pipe *to,
 	return false;
 }
 
+/* Build the entry's own encapsulation when its template has one. */
+static int entry_encap(struct dpflow_entry *e, struct dpflow_error *err)
+{
+	const struct dpflow_pipe *pipe = e->pipe;
+	const struct dpflow_action_tmpl *t;
+
+	if (!pipe->cfg.n_action_tmpls || e->encap)
+		return 0;
+	t = &pipe->cfg.actions[e->cfg.action_tmpl];
+	for (unsigned i = 0; i < t->n; i++)
+		if (t->a[i].kind == DPFLOW_ACT_ENCAP && t->a[i].per_entry)
+			return flow_encap_build(&e->cfg.encap, &e->encap, err);
+	return 0;
+}
+
 static int validate(struct dpflow_ctx *ctx, struct dpflow_entry *e,
 		    struct dpflow_error *err)
 {
 	const struct dpflow_pipe *pipe = e->pipe;
 	const struct dpflow_entry_cfg *c = &e->cfg;
+
+	if (pipe->cfg.type == DPFLOW_PIPE_CT)
+		return dpflow_error_set(err, EINVAL, "pipe",
+					"pipe '%s' is a ct pipe: packets make "
+					"its connections, it takes no entries",
+					pipe->name);
+	if (pipe->cfg.type == DPFLOW_PIPE_HASH &&
+	    c->hash_index >= pipe->cfg.size)
+		return dpflow_error_set(err, EINVAL, "hash_index",
+					"hash_index %u, pipe '%s' has slots "
+					"0..%u",
+					c->hash_index, pipe->name,
+					pipe->cfg.size - 1);
+	if (monitor_entry_check(e, err))
+		return -EINVAL;
 
 	if (pipe->cfg.n_action_tmpls &&
 	    c->action_tmpl >= pipe->cfg.n_action_tmpls)
@@ -178,7 +250,7 @@ static int validate(struct dpflow_ctx *ctx, struct dpflow_entry *e,
 					pipe->name, pipe->cfg.n_action_tmpls,
 					c->action_tmpl);
 	if (pipe->cfg.type == DPFLOW_PIPE_LPM) {
-		unsigned bits = dpflow_field_bits(pipe->cfg.match.f[0].field);
+		unsigned bits = 8u * pipe->lpm_bytes;
 
 		if (c->prefix_len > bits)
 			return dpflow_error_set(err, EINVAL, "prefix",
@@ -188,31 +260,20 @@ static int validate(struct dpflow_ctx *ctx, struct dpflow_entry *e,
 	}
 	if (pipe->cfg.fwd.kind == DPFLOW_FWD_PER_ENTRY) {
 		const struct dpflow_fwd *f = &c->fwd;
-		bool known = f->kind != DPFLOW_FWD_PIPE;
 
 		if (f->kind == DPFLOW_FWD_PER_ENTRY)
 			return dpflow_error_set(err, EINVAL, "fwd",
 						"an entry's forwarding cannot "
 						"be 'per-entry'");
-		if (f->kind == DPFLOW_FWD_PORT && f->port >= ctx->n_ports)
-			return dpflow_error_set(
-			    err, EINVAL, "fwd",
-			    "forwarding to port %u: no such "
-			    "port",
-			    f->port);
-		for (unsigned i = 0; !known && i < ctx->n_pipes; i++)
-			known = ctx->pipes[i] == f->pipe;
-		if (!known)
-			return dpflow_error_set(
-			    err, EINVAL, "fwd",
-			    "forwarding to an unknown pipe");
+		if (flow_fwd_check(ctx, f, false, "fwd", err))
+			return -EINVAL;
 		if (f->kind == DPFLOW_FWD_PIPE && reaches(f->pipe, pipe, 0))
 			return dpflow_error_set(err, ELOOP, "fwd",
 						"forwarding from pipe '%s' to "
 						"pipe '%s' makes a loop",
 						pipe->name, f->pipe->name);
 	}
-	return 0;
+	return entry_encap(e, err);
 }
 
 /* Apply the batch's ops of @pipe (in queue order) to image @which. */
@@ -275,6 +336,7 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 	struct dpflow_pipe *touched[DPFLOW_PIPES_MAX];
 	unsigned n_touched = 0, next, cur;
 	struct table_op *ops = NULL;
+	uint64_t now;
 	int rc = 0;
 
 	if (q->n == 0)
@@ -332,6 +394,12 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 		}
 	}
 
+	/* monitors of new entries: their slots are unused until the flip */
+	now = dpflow_clock_ns();
+	for (unsigned i = 0; i < q->n; i++)
+		if (q->ops[i].add)
+			monitor_entry_publish(q->ops[i].e, now);
+
 	/* publish: one store flips every pipe's image */
 	__atomic_store_n(&ctx->gen, next, __ATOMIC_RELEASE);
 	synchronize_rcu();
@@ -355,9 +423,19 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 		struct dpflow_pipe *pipe = op->e->pipe;
 
 		if (op->add) {
+			struct dpflow_entry *old = op->e->replaces;
+
 			op->e->state = ENTRY_ACTIVE;
 			pipe->n_active++;
+			if (old) { /* an update: the old entry's counts */
+				__atomic_fetch_add(&op->e->pkts, old->pkts,
+						   __ATOMIC_RELAXED);
+				__atomic_fetch_add(&op->e->bytes, old->bytes,
+						   __ATOMIC_RELAXED);
+				op->e->replaces = NULL;
+			}
 		} else {
+			monitor_entry_retire(op->e);
 			release_index(pipe, op->e);
 			pipe->n_active--;
 		}

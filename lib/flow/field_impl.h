@@ -180,6 +180,15 @@ DPF_HD static inline void dpflow_field_get(const uint8_t *frame,
 	case DPFLOW_FIELD_TUN_ID:
 		dpflow_key_put32(k, m->tun_type ? m->tun_id : 0);
 		break;
+	case DPFLOW_FIELD_META_COLOR:
+		k[0] = m->color;
+		break;
+	case DPFLOW_FIELD_META_CT_STATE:
+		k[0] = m->ct_state;
+		break;
+	case DPFLOW_FIELD_META_CT_FLAGS:
+		k[0] = m->ct_flags;
+		break;
 	default:
 		break;
 	}

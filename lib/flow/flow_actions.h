@@ -27,4 +27,8 @@ bool flow_action_supported(const struct dpflow_action *a);
 int flow_actions_prepare(struct dpflow_pipe *pipe, struct dpflow_error *err);
 void flow_actions_release(struct dpflow_pipe *pipe);
 
+/* Build the edit template of encapsulation @e into *@out (malloc'd). */
+int flow_encap_build(const struct dpflow_encap *e,
+		     struct dpflow_edit_encap **out, struct dpflow_error *err);
+
 #endif /* DPFLOW_FLOW_ACTIONS_H */

@@ -25,6 +25,10 @@
 
 struct dpflow_pipe;
 struct dpflow_edit_encap;
+struct dpflow_counters;
+struct dpflow_meters;
+struct dpflow_aging;
+struct dpflow_ring;
 
 /* One operation of a batch, as a table kind sees it. */
 struct table_op {
@@ -65,6 +69,16 @@ struct dpflow_entry {
 	uint32_t index;
 	uint8_t state; /* ENTRY_FREE / ENTRY_PENDING / ENTRY_ACTIVE */
 	struct dpflow_entry_cfg cfg;
+	/* the outer headers of a per-entry ENCAP, built from cfg.encap */
+	struct dpflow_edit_encap *encap;
+	/* monitor, resolved from the entry and the pipe when published:
+	 * meter (0: none; i + 1: the pipe's meter i, or with @meter_shared
+	 * the context's shared meter i), shared counter (0: none, else id) */
+	uint32_t meter;
+	bool meter_shared;
+	uint32_t shared_counter;
+	/* an update's old entry: its counters, carried into this one */
+	struct dpflow_entry *replaces;
 	/* data path: written by data threads with relaxed atomics */
 	uint64_t pkts;
 	uint64_t bytes;
@@ -79,6 +93,7 @@ struct dpflow_pipe {
 	uint16_t id;
 	uint16_t key_len; /* bytes of the per-entry key */
 	uint8_t field_off[DPFLOW_MATCH_FIELDS_MAX]; /* in the key */
+	uint8_t lpm_bytes; /* LPM: bytes of the address (the last field) */
 	const struct table_kind *kind;
 	void *images[2];
 	size_t image_size;
@@ -90,8 +105,23 @@ struct dpflow_pipe {
 	uint32_t *free_idx;	      /* stack of free entry indices */
 	uint32_t n_free;
 	uint32_t n_active;
+	/* monitor: per-entry meters (cfg.size) and aging slots, live
+	 * images written by the data path (NULL when the pipe has none) */
+	struct dpflow_meters *meters;
+	struct dpflow_aging *aging;
+	uint32_t aging_cursor;
 	/* data path counters (relaxed atomics) */
 	uint64_t pkts, hits, misses;
+	uint64_t color[3];
+	uint64_t ct_invalid, ct_refused;
+	/* CT pipes: the entry whose action template tracked packets run */
+	struct dpflow_entry ct_entry;
+};
+
+struct ctx_handler {
+	char name[DPFLOW_NAME_MAX];
+	dpflow_handler_fn fn;
+	void *arg;
 };
 
 struct ctx_port {
@@ -108,12 +138,35 @@ struct dpflow_ctx {
 	unsigned n_pipes;
 	struct dpflow_pipe *pipes[DPFLOW_PIPES_MAX];
 	uint64_t drops[DPFLOW_DROP__COUNT];
+	unsigned n_handlers;
+	struct ctx_handler handlers[DPFLOW_HANDLERS_MAX];
+	/* RSS software queues (multi-producer, single-consumer rings) */
+	unsigned n_rss;
+	struct dpflow_ring *rss[DPFLOW_RSS_QUEUES_MAX];
+	uint64_t rss_count[DPFLOW_RSS_QUEUES_MAX];
+	/* shared monitor objects, index id - 1 */
+	uint32_t n_shared_counters, n_shared_meters;
+	struct dpflow_counters *shared_counters;
+	struct dpflow_meters *shared_meters;
 };
 
 /* Table kinds (pipe_table.c). */
 const struct table_kind *table_kind_for(unsigned pipe_type);
 
-/* Batch helpers (entry.c) used by pipe.c on destroy. */
-void pipe_entries_free(struct dpflow_pipe *pipe);
+/* Check forwarding @f (a port, pipe, handler or queues that exist);
+ * @field names it in errors. pipe.c. */
+int flow_fwd_check(const struct dpflow_ctx *ctx, const struct dpflow_fwd *f,
+		   bool per_entry_ok, const char *field,
+		   struct dpflow_error *err);
+
+/* Monitor (monitor.c): make a pipe's meters and aging images at creation,
+ * free them; resolve and arm an entry's monitor before it is published. */
+int monitor_pipe_create(struct dpflow_pipe *pipe, struct dpflow_error *err);
+void monitor_pipe_destroy(struct dpflow_pipe *pipe);
+int monitor_entry_check(const struct dpflow_entry *e, struct dpflow_error *err);
+void monitor_entry_publish(struct dpflow_entry *e, uint64_t now_ns);
+void monitor_entry_retire(struct dpflow_entry *e);
+int monitor_meter_params(const struct dpflow_meter_cfg *c, void *params,
+			 struct dpflow_error *err);
 
 #endif /* DPFLOW_FLOW_INTERNAL_H */

@@ -9,9 +9,14 @@
 
 #include "dpflow/clock.h"
 #include "dpflow/flow.h"
+#include "dpflow/ring.h"
 
+#include "flow/ct.h"
 #include "flow/flow_actions.h"
 #include "flow/flow_internal.h"
+#include "flow/hash_impl.h"
+#include "flow/meter.h"
+#include "flow/pkt_edit.h"
 
 #define CTX_POOL_SLOTS_DEFAULT 8192
 
@@ -51,6 +56,44 @@ const char *dpflow_action_name(unsigned kind)
 						      : NULL;
 }
 
+/* RSS queues and shared monitor objects of a new context. */
+static int ctx_extras_create(struct dpflow_ctx *ctx,
+			     const struct dpflow_ctx_params *p,
+			     struct dpflow_error *err)
+{
+	uint32_t qsize = p->rss_queue_size ? p->rss_queue_size : 4096;
+
+	if (p->rss_queues > DPFLOW_RSS_QUEUES_MAX)
+		return dpflow_error_set(err, EINVAL, "rss_queues",
+					"%u RSS queues, at most %d",
+					p->rss_queues, DPFLOW_RSS_QUEUES_MAX);
+	for (unsigned q = 0; q < p->rss_queues; q++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "rss%u", q);
+		ctx->rss[q] =
+		    dpflow_ring_create(name, qsize, DPFLOW_RING_F_SC_DEQ, err);
+		if (!ctx->rss[q])
+			return -EINVAL;
+		ctx->n_rss = q + 1;
+	}
+	if (p->shared_counters) {
+		ctx->shared_counters =
+		    dpflow_counters_create(p->shared_counters, err);
+		if (!ctx->shared_counters)
+			return -EINVAL;
+		ctx->n_shared_counters = p->shared_counters;
+	}
+	if (p->shared_meters) {
+		ctx->shared_meters =
+		    dpflow_meters_create(p->shared_meters, err);
+		if (!ctx->shared_meters)
+			return -EINVAL;
+		ctx->n_shared_meters = p->shared_meters;
+	}
+	return 0;
+}
+
 struct dpflow_ctx *dpflow_ctx_create(const struct dpflow_ctx_params *p,
 				     struct dpflow_error *err)
 {
@@ -70,6 +113,10 @@ struct dpflow_ctx *dpflow_ctx_create(const struct dpflow_ctx_params *p,
 		return NULL;
 	}
 	dpflow_clock_init();
+	if (p && ctx_extras_create(ctx, p, err)) {
+		dpflow_ctx_destroy(ctx);
+		return NULL;
+	}
 	return ctx;
 }
 
@@ -80,6 +127,9 @@ static void pipe_destroy(struct dpflow_pipe *pipe)
 	if (pipe->kind)
 		pipe->kind->destroy(pipe);
 	flow_actions_release(pipe);
+	monitor_pipe_destroy(pipe);
+	for (uint32_t i = 0; pipe->entries && i < pipe->cfg.size; i++)
+		free(pipe->entries[i].encap);
 	free(pipe->entries);
 	free(pipe->free_idx);
 	free(pipe);
@@ -93,6 +143,16 @@ void dpflow_ctx_destroy(struct dpflow_ctx *ctx)
 		pipe_destroy(ctx->pipes[i]);
 	for (unsigned i = 0; i < ctx->n_ports; i++)
 		dpflow_port_close(ctx->ports[i].port);
+	for (unsigned q = 0; q < ctx->n_rss; q++) {
+		uint32_t idx[64];
+		unsigned n;
+
+		while ((n = dpflow_ring_dequeue_burst(ctx->rss[q], idx, 64)))
+			dpflow_pool_free_bulk(ctx->pool, idx, n);
+		dpflow_ring_destroy(ctx->rss[q]);
+	}
+	dpflow_counters_destroy(ctx->shared_counters);
+	dpflow_meters_destroy(ctx->shared_meters);
 	dpflow_pool_destroy(ctx->pool);
 	free(ctx);
 }
@@ -150,6 +210,74 @@ unsigned dpflow_ctx_port_count(const struct dpflow_ctx *ctx)
 	return ctx->n_ports;
 }
 
+int dpflow_ctx_handler_register(struct dpflow_ctx *ctx, const char *name,
+				dpflow_handler_fn fn, void *arg,
+				struct dpflow_error *err)
+{
+	struct ctx_handler *h;
+
+	if (!name || !*name || strlen(name) >= DPFLOW_NAME_MAX || !fn)
+		return dpflow_error_set(err, EINVAL, "handler",
+					"a handler needs a name of 1..%d "
+					"characters and a function",
+					DPFLOW_NAME_MAX - 1);
+	if (!dpflow_ctx_handler_find(ctx, name, NULL, NULL))
+		return dpflow_error_set(err, EEXIST, "handler",
+					"handler '%s' already exists", name);
+	if (ctx->n_handlers == DPFLOW_HANDLERS_MAX)
+		return dpflow_error_set(err, ENOSPC, "handler",
+					"more than %d handlers",
+					DPFLOW_HANDLERS_MAX);
+	h = &ctx->handlers[ctx->n_handlers++];
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	h->fn = fn;
+	h->arg = arg;
+	return 0;
+}
+
+int dpflow_ctx_handler_find(const struct dpflow_ctx *ctx, const char *name,
+			    dpflow_handler_fn *fn, void **arg)
+{
+	for (unsigned i = 0; name && i < ctx->n_handlers; i++)
+		if (!strcmp(ctx->handlers[i].name, name)) {
+			if (fn)
+				*fn = ctx->handlers[i].fn;
+			if (arg)
+				*arg = ctx->handlers[i].arg;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+uint16_t dpflow_ctx_rss_rx(struct dpflow_ctx *ctx, uint16_t queue,
+			   uint32_t *idx, uint16_t max)
+{
+	if (queue >= ctx->n_rss)
+		return 0;
+	return (uint16_t)dpflow_ring_dequeue_burst(ctx->rss[queue], idx, max);
+}
+
+uint64_t dpflow_ctx_rss_count(const struct dpflow_ctx *ctx, uint16_t queue)
+{
+	return queue < ctx->n_rss
+		   ? __atomic_load_n(&ctx->rss_count[queue], __ATOMIC_RELAXED)
+		   : 0;
+}
+
+unsigned dpflow_ctx_rss_queues(const struct dpflow_ctx *ctx)
+{
+	return ctx->n_rss;
+}
+
+uint32_t dpflow_rss_hash(const struct dpflow_pool *pool, uint32_t idx,
+			 bool inner)
+{
+	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, idx);
+
+	return dpflow_rss_hash_hdr(inner && m->tun_type ? &m->inner
+							: &m->outer);
+}
+
 struct dpflow_pipe *dpflow_pipe_find(struct dpflow_ctx *ctx, const char *name)
 {
 	for (unsigned i = 0; name && i < ctx->n_pipes; i++)
@@ -163,9 +291,9 @@ const char *dpflow_pipe_name(const struct dpflow_pipe *pipe)
 	return pipe->name;
 }
 
-static int check_fwd(struct dpflow_ctx *ctx, const struct dpflow_fwd *f,
-		     bool per_entry_ok, const char *field,
-		     struct dpflow_error *err)
+int flow_fwd_check(const struct dpflow_ctx *ctx, const struct dpflow_fwd *f,
+		   bool per_entry_ok, const char *field,
+		   struct dpflow_error *err)
 {
 	switch (f->kind) {
 	case DPFLOW_FWD_DROP:
@@ -190,6 +318,16 @@ static int check_fwd(struct dpflow_ctx *ctx, const struct dpflow_fwd *f,
 						"handler forwarding without a "
 						"handler function");
 		return 0;
+	case DPFLOW_FWD_RSS:
+		if (f->rss_n == 0 ||
+		    (unsigned)f->rss_queue + f->rss_n > ctx->n_rss)
+			return dpflow_error_set(err, EINVAL, field,
+						"rss over queues %u..%u: the "
+						"context has %u rss queues",
+						f->rss_queue,
+						f->rss_queue + f->rss_n - 1,
+						ctx->n_rss);
+		return 0;
 	case DPFLOW_FWD_PER_ENTRY:
 		if (per_entry_ok)
 			return 0;
@@ -202,6 +340,53 @@ static int check_fwd(struct dpflow_ctx *ctx, const struct dpflow_fwd *f,
 					"on the CPU target yet",
 					f->kind);
 	}
+}
+
+static bool is_address_field(unsigned f)
+{
+	return f == DPFLOW_FIELD_OUTER_IPV4_DST ||
+	       f == DPFLOW_FIELD_OUTER_IPV4_SRC ||
+	       f == DPFLOW_FIELD_INNER_IPV4_DST ||
+	       f == DPFLOW_FIELD_INNER_IPV4_SRC ||
+	       f == DPFLOW_FIELD_OUTER_IPV6_DST ||
+	       f == DPFLOW_FIELD_OUTER_IPV6_SRC ||
+	       f == DPFLOW_FIELD_INNER_IPV6_DST ||
+	       f == DPFLOW_FIELD_INNER_IPV6_SRC;
+}
+
+/* LPM: the last per-entry field is the address; fields before it are
+ * exact and, with the address, fit the 128-bit trie. */
+static int check_lpm_match(struct dpflow_pipe *pipe, struct dpflow_error *err)
+{
+	const struct dpflow_match_tmpl *m = &pipe->cfg.match;
+	int last = -1;
+
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->f[i].per_entry)
+			last = (int)i;
+	if (last < 0 || !is_address_field(m->f[last].field))
+		return dpflow_error_set(err, EINVAL, "match",
+					"pipe '%s': the last per-entry field "
+					"of an lpm pipe must be an IPv4 or "
+					"IPv6 address",
+					pipe->name);
+	for (int i = 0; i < last; i++)
+		if (m->f[i].per_entry && is_address_field(m->f[i].field))
+			return dpflow_error_set(
+			    err, EINVAL, "match",
+			    "pipe '%s': one address field per lpm pipe ('%s' "
+			    "and '%s')",
+			    pipe->name, dpflow_field_name(m->f[i].field),
+			    dpflow_field_name(m->f[last].field));
+	pipe->lpm_bytes = (uint8_t)dpflow_field_bytes(m->f[last].field);
+	if (pipe->key_len > 16)
+		return dpflow_error_set(err, EINVAL, "match",
+					"pipe '%s': exact fields and the "
+					"address take %u bytes; an lpm pipe "
+					"holds at most 16 (an IPv6 address "
+					"takes no exact fields)",
+					pipe->name, pipe->key_len);
+	return 0;
 }
 
 /* Per-entry key layout and template checks. */
@@ -238,30 +423,23 @@ static int check_match(struct dpflow_pipe *pipe, struct dpflow_error *err)
 					"per-entry fields take %u bytes, at "
 					"most %d",
 					off, DPFLOW_KEY_MAX);
-	if (pipe->cfg.type == DPFLOW_PIPE_LPM) {
-		const struct dpflow_match_field *f = &m->f[0];
-		bool addr = f->field == DPFLOW_FIELD_OUTER_IPV4_DST ||
-			    f->field == DPFLOW_FIELD_OUTER_IPV4_SRC ||
-			    f->field == DPFLOW_FIELD_INNER_IPV4_DST ||
-			    f->field == DPFLOW_FIELD_INNER_IPV4_SRC ||
-			    f->field == DPFLOW_FIELD_OUTER_IPV6_DST ||
-			    f->field == DPFLOW_FIELD_OUTER_IPV6_SRC ||
-			    f->field == DPFLOW_FIELD_INNER_IPV6_DST ||
-			    f->field == DPFLOW_FIELD_INNER_IPV6_SRC;
-
-		if (m->n != 1 || !f->per_entry || !addr)
+	pipe->key_len = (uint16_t)off;
+	if (pipe->cfg.type == DPFLOW_PIPE_LPM)
+		return check_lpm_match(pipe, err);
+	if (pipe->cfg.type == DPFLOW_PIPE_CT) {
+		if (n_entry)
 			return dpflow_error_set(
 			    err, EINVAL, "match",
-			    "an lpm pipe matches exactly one "
-			    "per-entry IPv4 or IPv6 address "
-			    "field");
+			    "pipe '%s': a ct pipe tracks the 5-tuple; its "
+			    "match template may only hold constant fields",
+			    pipe->name);
+		return 0;
 	}
 	if (n_entry == 0 && pipe->cfg.type != DPFLOW_PIPE_CONTROL)
 		return dpflow_error_set(err, EINVAL, "match",
 					"a %s pipe needs at least one "
 					"per-entry match field",
 					dpflow_pipe_type_name(pipe->cfg.type));
-	pipe->key_len = (uint16_t)off;
 	return 0;
 }
 
@@ -314,6 +492,48 @@ static int check_actions(struct dpflow_ctx *ctx,
 							a->port);
 		}
 	}
+	return 0;
+}
+
+/* CT pipes: one action template at most, applied to every tracked packet,
+ * with constant values only; the register and the timeouts in range. */
+static int check_ct(const struct dpflow_pipe_cfg *cfg, struct dpflow_error *err)
+{
+	const struct dpflow_ct_cfg *c = &cfg->ct;
+
+	if (cfg->type != DPFLOW_PIPE_CT)
+		return 0;
+	if (cfg->n_action_tmpls > 1)
+		return dpflow_error_set(
+		    err, EINVAL, "actions",
+		    "pipe '%s': a ct pipe has one action "
+		    "template at most (no entries pick one)",
+		    cfg->name);
+	for (unsigned i = 0; cfg->n_action_tmpls && i < cfg->actions[0].n; i++)
+		if (cfg->actions[0].a[i].per_entry)
+			return dpflow_error_set(err, EINVAL, "actions",
+						"pipe '%s': a ct pipe has no "
+						"entries to give per-entry "
+						"action values",
+						cfg->name);
+	if (c->user && c->user_reg >= DPFLOW_META_REGS)
+		return dpflow_error_set(err, EINVAL, "ct.user_reg",
+					"pipe '%s': register %u, must be 0..%d",
+					cfg->name, c->user_reg,
+					DPFLOW_META_REGS - 1);
+	for (unsigned s = 0; s < DPFLOW_ARRAY_SIZE(c->timeout_ms); s++)
+		if (c->timeout_ms[s] &&
+		    (s == 0 || s >= DPFLOW_CT_STATE_COUNT ||
+		     c->timeout_ms[s] > DPFLOW_CT_TIMEOUT_MAX))
+			return dpflow_error_set(err, EINVAL, "ct.timeouts",
+						"pipe '%s': timeout %u ms for "
+						"state %u out of range",
+						cfg->name, c->timeout_ms[s], s);
+	if (cfg->size > DPFLOW_CT_CAPACITY_MAX)
+		return dpflow_error_set(err, EINVAL, "size",
+					"pipe '%s': %u connections, at most %u",
+					cfg->name, cfg->size,
+					DPFLOW_CT_CAPACITY_MAX);
 	return 0;
 }
 
@@ -371,9 +591,16 @@ struct dpflow_pipe *dpflow_pipe_create(struct dpflow_ctx *ctx,
 	}
 	/* forwarding targets exist already, so the graph stays acyclic; an
 	 * entry's own forwarding is checked when it is added */
-	if (check_fwd(ctx, &cfg->fwd, true, "fwd", err) ||
-	    check_fwd(ctx, &cfg->miss_fwd, false, "miss_fwd", err) ||
-	    check_actions(ctx, cfg, err))
+	if (flow_fwd_check(ctx, &cfg->fwd, cfg->type != DPFLOW_PIPE_CT, "fwd",
+			   err) ||
+	    flow_fwd_check(ctx, &cfg->miss_fwd, false, "miss_fwd", err) ||
+	    (cfg->color_fwd.yellow_set &&
+	     flow_fwd_check(ctx, &cfg->color_fwd.yellow, false,
+			    "color_fwd.yellow", err)) ||
+	    (cfg->color_fwd.red_set &&
+	     flow_fwd_check(ctx, &cfg->color_fwd.red, false, "color_fwd.red",
+			    err)) ||
+	    check_actions(ctx, cfg, err) || check_ct(cfg, err))
 		return NULL;
 
 	pipe = calloc(1, sizeof(*pipe));
@@ -393,13 +620,15 @@ struct dpflow_pipe *dpflow_pipe_create(struct dpflow_ctx *ctx,
 	for (uint32_t i = 0; i < cfg->size; i++)
 		pipe->free_idx[i] = cfg->size - 1 - i;
 	pipe->n_free = cfg->size;
-	if (flow_actions_prepare(pipe, err))
+	if (flow_actions_prepare(pipe, err) || monitor_pipe_create(pipe, err))
 		goto fail;
 	pipe->kind = table_kind_for(cfg->type);
 	if (pipe->kind->create(pipe, err)) {
 		pipe->kind = NULL;
 		goto fail;
 	}
+	pipe->ct_entry.pipe = pipe;
+	pipe->ct_entry.state = ENTRY_ACTIVE;
 	ctx->pipes[ctx->n_pipes++] = pipe;
 	if (cfg->root)
 		ctx->ports[cfg->port].root = pipe;
@@ -419,9 +648,25 @@ unsigned dpflow_pipe_entry_count(const struct dpflow_pipe *pipe)
 int dpflow_pipe_stats_get(const struct dpflow_pipe *pipe,
 			  struct dpflow_pipe_stats *s)
 {
+	memset(s, 0, sizeof(*s));
 	s->pkts = __atomic_load_n(&pipe->pkts, __ATOMIC_RELAXED);
 	s->hits = __atomic_load_n(&pipe->hits, __ATOMIC_RELAXED);
 	s->misses = __atomic_load_n(&pipe->misses, __ATOMIC_RELAXED);
+	for (unsigned c = 0; c < 3; c++)
+		s->color[c] =
+		    __atomic_load_n(&pipe->color[c], __ATOMIC_RELAXED);
+	if (pipe->cfg.type == DPFLOW_PIPE_CT) {
+		struct dpflow_ct_stats cs;
+
+		dpflow_ct_stats_get(pipe->images[0], &cs);
+		s->ct_live = cs.live;
+		s->ct_created = cs.stat[DPFLOW_CT_STAT_CREATED];
+		s->ct_expired = cs.stat[DPFLOW_CT_STAT_EXPIRED];
+		s->ct_invalid =
+		    __atomic_load_n(&pipe->ct_invalid, __ATOMIC_RELAXED);
+		s->ct_refused =
+		    __atomic_load_n(&pipe->ct_refused, __ATOMIC_RELAXED);
+	}
 	return 0;
 }
 

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flow/ct.h"
 #include "flow/flow_internal.h"
+#include "flow/hash_impl.h"
 #include "flow/table_acl.h"
 #include "flow/table_exact.h"
 #include "flow/table_lpm.h"
@@ -117,11 +119,17 @@ static const struct table_kind exact_kind = {
     .lookup = exact_lookup,
 };
 
-/* ---- LPM: longest prefix on one IPv4 or IPv6 address field --------------- */
+/* ---- LPM: longest prefix on one IPv4 or IPv6 address field ---------------
+ *
+ * The address is the last per-entry field; per-entry fields before it are
+ * matched exactly. A lone IPv4 address uses the IPv4 table; otherwise the
+ * key (exact fields, then the address: at most 16 bytes) goes into the
+ * 128-bit trie with the exact fields as a fixed prefix.
+ */
 
 static bool lpm_is_v6(const struct dpflow_pipe *pipe)
 {
-	return dpflow_field_bits(pipe->cfg.match.f[0].field) == 128;
+	return pipe->key_len > 4;
 }
 
 static int lpm_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
@@ -165,11 +173,16 @@ static int lpm_one(struct dpflow_pipe *pipe, void *img, bool add,
 		   const struct dpflow_entry *e, uint32_t value,
 		   struct dpflow_error *err)
 {
-	if (lpm_is_v6(pipe))
-		return add ? dpflow_lpm6_add(img, e->cfg.key, e->cfg.prefix_len,
-					     value, err)
-			   : dpflow_lpm6_delete(img, e->cfg.key,
-						e->cfg.prefix_len, NULL, err);
+	if (lpm_is_v6(pipe)) {
+		/* exact fields are a fixed prefix of the trie key */
+		unsigned exact_bits = 8u * (pipe->key_len - pipe->lpm_bytes);
+		uint8_t key[16] = {0};
+		uint8_t len = (uint8_t)(exact_bits + e->cfg.prefix_len);
+
+		memcpy(key, e->cfg.key, pipe->key_len);
+		return add ? dpflow_lpm6_add(img, key, len, value, err)
+			   : dpflow_lpm6_delete(img, key, len, NULL, err);
+	}
 	return add ? dpflow_lpm4_add(img, be32(e->cfg.key), e->cfg.prefix_len,
 				     value, err)
 		   : dpflow_lpm4_delete(img, be32(e->cfg.key),
@@ -211,9 +224,13 @@ static void lpm_lookup(const struct dpflow_pipe *pipe, const void *image,
 	if (lpm_is_v6(pipe)) {
 		uint8_t addrs[DPFLOW_BURST_MAX * 16];
 
-		for (uint16_t i = 0; i < n; i++)
+		for (uint16_t i = 0; i < n; i++) {
 			memcpy(addrs + 16 * i,
-			       keys + (size_t)i * DPFLOW_KEY_MAX, 16);
+			       keys + (size_t)i * DPFLOW_KEY_MAX,
+			       pipe->key_len);
+			memset(addrs + 16 * i + pipe->key_len, 0,
+			       16u - pipe->key_len);
+		}
 		dpflow_lpm6_lookup_bulk((const struct dpflow_lpm6_image *)image,
 					addrs, n, values);
 	} else {
@@ -439,6 +456,157 @@ static const struct table_kind acl_kind = {
     .lookup = acl_lookup,
 };
 
+/* ---- HASH: the entry at slot hash(key) % size ---------------------------
+ *
+ * An image is an array of cfg.size entry indices (TABLE_MISS when empty):
+ * position-independent, changed in place, replayed after the flip.
+ */
+
+static int hash_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
+{
+	size_t bytes = (size_t)pipe->cfg.size * sizeof(uint32_t);
+
+	for (int i = 0; i < 2; i++) {
+		pipe->images[i] = malloc(bytes);
+		if (!pipe->images[i])
+			return dpflow_error_set(err, ENOMEM, NULL,
+						"out of memory");
+		memset(pipe->images[i], 0xff, bytes);
+	}
+	pipe->image_size = bytes;
+	return 0;
+}
+
+static void hash_destroy(struct dpflow_pipe *pipe)
+{
+	for (int i = 0; i < 2; i++)
+		free(pipe->images[i]);
+}
+
+static int hash_apply(struct dpflow_pipe *pipe, unsigned which,
+		      const struct table_op *ops, unsigned n, unsigned *failed,
+		      struct dpflow_error *err)
+{
+	uint32_t *slots = pipe->images[which];
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t at = ops[i].e->cfg.hash_index;
+
+		if (ops[i].add && slots[at] != TABLE_MISS)
+			break;
+		slots[at] = ops[i].add ? ops[i].value : TABLE_MISS;
+	}
+	if (i == n)
+		return 0;
+	*failed = i;
+	dpflow_error_set(err, EEXIST, "hash_index",
+			 "pipe '%s': slot %u already has an entry", pipe->name,
+			 ops[i].e->cfg.hash_index);
+	while (i-- > 0) /* undo, newest first */
+		slots[ops[i].e->cfg.hash_index] =
+		    ops[i].add ? TABLE_MISS : ops[i].value;
+	return -EEXIST;
+}
+
+static void hash_lookup(const struct dpflow_pipe *pipe, const void *image,
+			const uint8_t *keys, uint16_t n, uint32_t *values)
+{
+	const uint32_t *slots = image;
+
+	for (uint16_t i = 0; i < n; i++) {
+		uint32_t h =
+		    dpflow_hash32_impl(keys + (size_t)i * DPFLOW_KEY_MAX,
+				       pipe->key_len, pipe->cfg.hash_seed);
+
+		values[i] = slots[h % pipe->cfg.size];
+	}
+}
+
+static const struct table_kind hash_kind = {
+    .create = hash_create,
+    .destroy = hash_destroy,
+    .apply = hash_apply,
+    .lookup = hash_lookup,
+};
+
+uint32_t dpflow_hash32(const void *key, unsigned len, uint32_t seed)
+{
+	return dpflow_hash32_impl((const uint8_t *)key, len, seed);
+}
+
+/* ---- CT: connection tracking ----------------------------------------------
+ *
+ * The data path writes the table (connections are made by packets), so a
+ * CT pipe has one live image, in both image slots; it takes no entries.
+ * pipeline.c runs it (flow_ct_run); this kind only makes the image.
+ */
+
+static int ct_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
+{
+	const struct dpflow_ct_cfg *c = &pipe->cfg.ct;
+	struct dpflow_ct_params p;
+
+	dpflow_ct_params_default(&p, pipe->cfg.size);
+	p.flags = (c->tcp_strict ? 0 : DPFLOW_CT_F_TCP_LOOSE) |
+		  (c->evict ? DPFLOW_CT_F_EVICT : 0);
+	p.seed = 0x63745f70u;
+	for (unsigned s = 1; s < DPFLOW_CT_STATE_COUNT; s++)
+		if (c->timeout_ms[s])
+			p.timeout_ms[s] = c->timeout_ms[s];
+	pipe->images[0] = dpflow_ct_create(&p, err);
+	if (!pipe->images[0])
+		return -(err && err->code ? err->code : ENOMEM);
+	pipe->images[1] = pipe->images[0];
+	pipe->image_size = 0; /* never copied between slots */
+	return 0;
+}
+
+static void ct_destroy(struct dpflow_pipe *pipe)
+{
+	dpflow_ct_destroy(pipe->images[0]);
+	pipe->images[0] = pipe->images[1] = NULL;
+}
+
+static int ct_apply(struct dpflow_pipe *pipe, unsigned which,
+		    const struct table_op *ops, unsigned n, unsigned *failed,
+		    struct dpflow_error *err)
+{
+	(void)which;
+	(void)ops;
+	(void)n;
+	*failed = 0;
+	return dpflow_error_set(err, EINVAL, "pipe",
+				"pipe '%s' is a ct pipe: packets make its "
+				"connections, it takes no entries",
+				pipe->name);
+}
+
+static void ct_sync(struct dpflow_pipe *pipe, unsigned from, unsigned to)
+{
+	(void)pipe;
+	(void)from;
+	(void)to;
+}
+
+static void ct_lookup(const struct dpflow_pipe *pipe, const void *image,
+		      const uint8_t *keys, uint16_t n, uint32_t *values)
+{
+	(void)pipe;
+	(void)image;
+	(void)keys;
+	for (uint16_t i = 0; i < n; i++)
+		values[i] = TABLE_MISS;
+}
+
+static const struct table_kind ct_kind = {
+    .create = ct_create,
+    .destroy = ct_destroy,
+    .apply = ct_apply,
+    .sync = ct_sync,
+    .lookup = ct_lookup,
+};
+
 const struct table_kind *table_kind_for(unsigned pipe_type)
 {
 	switch (pipe_type) {
@@ -449,6 +617,10 @@ const struct table_kind *table_kind_for(unsigned pipe_type)
 	case DPFLOW_PIPE_CONTROL:
 	case DPFLOW_PIPE_ACL:
 		return &acl_kind;
+	case DPFLOW_PIPE_HASH:
+		return &hash_kind;
+	case DPFLOW_PIPE_CT:
+		return &ct_kind;
 	default:
 		return NULL;
 	}

@@ -14,12 +14,17 @@
 #include <string.h>
 #include <urcu-qsbr.h>
 
+#include "dpflow/clock.h"
 #include "dpflow/flow.h"
 #include "dpflow/parse.h"
+#include "dpflow/ring.h"
 
+#include "flow/ct.h"
 #include "flow/field_impl.h"
 #include "flow/flow_actions.h"
 #include "flow/flow_internal.h"
+#include "flow/hash_impl.h"
+#include "flow/meter.h"
 
 struct burst_list {
 	uint16_t n;
@@ -29,9 +34,14 @@ struct burst_list {
 struct scratch {
 	struct burst_list pipe_in[DPFLOW_PIPES_MAX];
 	struct burst_list port_out[DPFLOW_PORTS_MAX];
+	struct burst_list rss_out[DPFLOW_RSS_QUEUES_MAX];
 	struct burst_list drop;
 	uint8_t keys[DPFLOW_BURST_MAX][DPFLOW_KEY_MAX];
 	uint32_t values[DPFLOW_BURST_MAX];
+	struct dpflow_ct_pkt ct_pkts[DPFLOW_BURST_MAX];
+	struct dpflow_ct_result ct_res[DPFLOW_BURST_MAX];
+	uint32_t ct_user[DPFLOW_BURST_MAX];
+	uint64_t now_ns; /* read once per burst */
 };
 
 /* Each data thread's scratch: made when it goes online, freed offline. */
@@ -109,12 +119,149 @@ static void forward(struct dpflow_ctx *ctx, struct scratch *s,
 	case DPFLOW_FWD_HANDLER:
 		f->handler(f->handler_arg, ctx->pool, &idx, 1);
 		break;
+	case DPFLOW_FWD_RSS: {
+		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
+		uint16_t q;
+
+		m->rss_hash = dpflow_rss_hash_hdr(
+		    f->rss_inner && m->tun_type ? &m->inner : &m->outer);
+		q = (uint16_t)(f->rss_queue + m->rss_hash % f->rss_n);
+		m->queue = q;
+		s->rss_out[q].idx[s->rss_out[q].n++] = idx;
+		break;
+	}
 	default:
 		drop_pkt(ctx, s, idx,
 			 miss ? DPFLOW_DROP_FLOW_MISS_DROP
 			      : DPFLOW_DROP_FLOW_FWD_DROP);
 		break;
 	}
+}
+
+/* Shared counter, aging and meter of a hit. Returns the packet's colour
+ * (GREEN without a meter). */
+static unsigned monitor_hit(struct dpflow_ctx *ctx, struct scratch *s,
+			    struct dpflow_pipe *pipe,
+			    const struct dpflow_entry *e,
+			    struct dpflow_pkt_meta *m)
+{
+	unsigned color;
+
+	if (e->shared_counter)
+		dpflow_counter_add(ctx->shared_counters, e->shared_counter - 1,
+				   m->data_len);
+	if (pipe->aging)
+		dpflow_aging_touch(pipe->aging, e->index, s->now_ns);
+	if (!e->meter)
+		return DPFLOW_COLOR_GREEN;
+	color = dpflow_meter_color(
+	    e->meter_shared ? ctx->shared_meters : pipe->meters, e->meter - 1,
+	    s->now_ns, m->data_len, m->color);
+	m->color = (uint8_t)color;
+	__atomic_fetch_add(&pipe->color[color], 1, __ATOMIC_RELAXED);
+	return color;
+}
+
+/* Forwarding of a yellow or red packet; NULL: drop it (red default). */
+static const struct dpflow_fwd *color_fwd(const struct dpflow_pipe *pipe,
+					  const struct dpflow_fwd *hit,
+					  unsigned color)
+{
+	const struct dpflow_color_fwd *c = &pipe->cfg.color_fwd;
+
+	if (color == DPFLOW_COLOR_YELLOW)
+		return c->yellow_set ? &c->yellow : hit;
+	return c->red_set ? &c->red : NULL;
+}
+
+/*
+ * A CT pipe: track each packet's connection (creating it unless
+ * lookup-only), write meta.ct_state / ct_flags and the user register,
+ * run the action template, forward; packets that get no connection or
+ * break the state machine take the miss forwarding.
+ */
+static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
+			struct dpflow_pipe *pipe)
+{
+	struct burst_list in = s->pipe_in[pipe->id];
+	struct dpflow_ct_image *ct = pipe->images[0];
+	const struct dpflow_ct_cfg *cc = &pipe->cfg.ct;
+	uint16_t n = 0;
+	uint32_t hit = 0, invalid = 0, refused = 0;
+	uint32_t tracked[DPFLOW_BURST_MAX];
+
+	s->pipe_in[pipe->id].n = 0;
+	for (uint16_t i = 0; i < in.n; i++) {
+		uint32_t idx = in.idx[i];
+		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
+		const struct dpflow_hdr *h =
+		    cc->inner && m->tun_type ? &m->inner : &m->outer;
+
+		m->ct_state = 0;
+		m->ct_flags = 0;
+		if (!const_fields_match(pipe, dpflow_pkt_data(ctx->pool, idx),
+					m) ||
+		    !dpflow_ct_pkt_from_hdr(h, &s->ct_pkts[n])) {
+			refused++;
+			forward(ctx, s, &pipe->cfg.miss_fwd, idx, true);
+			continue;
+		}
+		s->ct_user[n] = cc->user ? m->reg[cc->user_reg] : 0;
+		tracked[n++] = idx;
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		if (cc->lookup_only)
+			dpflow_ct_lookup(ct, &s->ct_pkts[i], s->now_ns,
+					 &s->ct_res[i]);
+		else
+			dpflow_ct_process(ct, &s->ct_pkts[i], s->now_ns,
+					  s->ct_user[i], &s->ct_res[i]);
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		const struct dpflow_ct_result *r = &s->ct_res[i];
+		uint32_t idx = tracked[i];
+		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
+		unsigned reason;
+
+		if (r->conn == DPFLOW_TABLE_MISS ||
+		    (r->flags & DPFLOW_CT_R_INVALID)) {
+			if (r->conn == DPFLOW_TABLE_MISS)
+				refused++;
+			else
+				invalid++;
+			m->ct_state =
+			    r->conn == DPFLOW_TABLE_MISS ? 0 : r->state;
+			forward(ctx, s, &pipe->cfg.miss_fwd, idx, true);
+			continue;
+		}
+		hit++;
+		m->ct_state = r->state;
+		m->ct_flags =
+		    (uint8_t)((r->flags & DPFLOW_CT_R_NEW ? DPFLOW_META_CT_NEW
+							  : 0) |
+			      (r->dir == DPFLOW_CT_DIR_REPLY
+				   ? DPFLOW_META_CT_REPLY
+				   : 0) |
+			      (r->flags & DPFLOW_CT_R_IGNORED
+				   ? DPFLOW_META_CT_IGNORED
+				   : 0) |
+			      (r->flags & DPFLOW_CT_R_REOPEN
+				   ? DPFLOW_META_CT_REOPEN
+				   : 0));
+		if (cc->user)
+			m->reg[cc->user_reg] = r->user;
+		reason = flow_actions_apply(ctx, pipe, &pipe->ct_entry, idx);
+		if (reason) {
+			drop_pkt(ctx, s, idx, reason);
+			continue;
+		}
+		forward(ctx, s, &pipe->cfg.fwd, idx, false);
+	}
+	__atomic_fetch_add(&pipe->pkts, in.n, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&pipe->hits, hit, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&pipe->misses, in.n - hit, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&pipe->ct_invalid, invalid, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&pipe->ct_refused, refused, __ATOMIC_RELAXED);
 }
 
 static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
@@ -144,7 +291,7 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
 		const struct dpflow_entry *e;
 		const struct dpflow_fwd *f;
-		unsigned reason;
+		unsigned reason, color;
 
 		if (s->values[i] == TABLE_MISS ||
 		    !const_fields_match(pipe, dpflow_pkt_data(ctx->pool, idx),
@@ -160,6 +307,7 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 			__atomic_fetch_add((uint64_t *)&e->bytes, m->data_len,
 					   __ATOMIC_RELAXED);
 		}
+		color = monitor_hit(ctx, s, pipe, e, m);
 		reason = flow_actions_apply(ctx, pipe, e, idx);
 		if (reason) {
 			drop_pkt(ctx, s, idx, reason);
@@ -167,6 +315,14 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		}
 		f = pipe->cfg.fwd.kind == DPFLOW_FWD_PER_ENTRY ? &e->cfg.fwd
 							       : &pipe->cfg.fwd;
+		if (color != DPFLOW_COLOR_GREEN) {
+			f = color_fwd(pipe, f, color);
+			if (!f) {
+				drop_pkt(ctx, s, idx,
+					 DPFLOW_DROP_FLOW_METER_RED);
+				continue;
+			}
+		}
 		forward(ctx, s, f, idx, false);
 	}
 	__atomic_fetch_add(&pipe->pkts, in.n, __ATOMIC_RELAXED);
@@ -189,12 +345,20 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 		return n;
 	}
 	gen = __atomic_load_n(&ctx->gen, __ATOMIC_ACQUIRE);
+	s->now_ns = dpflow_clock_ns();
 	root = port < ctx->n_ports ? ctx->ports[port].root : NULL;
 	dpflow_parse_burst(ctx->pool, idx, n);
 	for (uint16_t i = 0; i < n; i++) {
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx[i]);
 
+		/* pipeline state starts clean for every packet */
 		m->port = port;
+		m->queue = 0;
+		m->rss_hash = 0;
+		m->color = DPFLOW_COLOR_GREEN;
+		m->ct_state = 0;
+		m->ct_flags = 0;
+		memset(m->reg, 0, sizeof(m->reg));
 		if (m->drop)
 			drop_pkt(ctx, s, idx[i], m->drop);
 		else if (!root)
@@ -209,7 +373,10 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 		more = false;
 		for (unsigned p = 0; p < ctx->n_pipes; p++)
 			if (s->pipe_in[p].n) {
-				run_pipe(ctx, s, ctx->pipes[p], gen);
+				if (ctx->pipes[p]->cfg.type == DPFLOW_PIPE_CT)
+					run_ct_pipe(ctx, s, ctx->pipes[p]);
+				else
+					run_pipe(ctx, s, ctx->pipes[p], gen);
 				more = true;
 			}
 	} while (more);
@@ -229,6 +396,18 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 			dpflow_pool_free_bulk(ctx->pool, o->idx + sent,
 					      (unsigned)(o->n - sent));
 		}
+		o->n = 0;
+	}
+	for (unsigned q = 0; q < ctx->n_rss; q++) {
+		struct burst_list *o = &s->rss_out[q];
+		unsigned sent;
+
+		if (!o->n)
+			continue;
+		sent = dpflow_ring_enqueue_burst(ctx->rss[q], o->idx, o->n);
+		__atomic_fetch_add(&ctx->rss_count[q], sent, __ATOMIC_RELAXED);
+		for (unsigned i = sent; i < o->n; i++)
+			drop_pkt(ctx, s, o->idx[i], DPFLOW_DROP_FLOW_RSS_FULL);
 		o->n = 0;
 	}
 	if (s->drop.n) {
