@@ -244,9 +244,10 @@ struct dpflow_fwd {
 	struct dpflow_pipe *pipe;
 	dpflow_handler_fn handler;
 	void *handler_arg;
-	/* RSS: software queues rss_queue .. rss_queue + rss_n - 1, picked
-	 * by dpflow_rss_hash() modulo rss_n (meta.rss_hash and meta.queue
-	 * are set) */
+	/* RSS: software queues rss_queue .. rss_queue + rss_n - 1: queue
+	 * rss_queue + (hash & 127) % rss_n, hash = dpflow_rss_hash() (a
+	 * 128-entry redirection table filled round robin, as NICs do;
+	 * meta.rss_hash and meta.queue are set) */
 	uint16_t rss_queue;
 	uint16_t rss_n;
 	bool rss_inner; /* hash the inner headers of tunnelled packets */
@@ -271,7 +272,8 @@ struct dpflow_monitor {
 /*
  * Colour-based forwarding: after a meter, yellow packets take @yellow
  * when @yellow_set (else the hit forwarding) and red packets @red when
- * @red_set (else they are dropped, reason FLOW_METER_RED). meta.color
+ * @red_set (else they are dropped; either way a red drop counts as
+ * FLOW_METER_RED). meta.color
  * carries the colour to later pipes either way.
  */
 struct dpflow_color_fwd {

@@ -3,36 +3,15 @@
  * then pipes (created so that every forwarding target exists first), then
  * every pipe's entries as one batch. All or nothing. Control thread only.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dpflow/config.h"
-
+#include "ctl/config_internal.h"
 #include "ctl/field_value.h"
-#include "ctl/yaml_doc.h"
 
-struct loader {
-	struct ydoc d;
-	struct dpflow_ctx *ctx;
-	struct dpflow_queue *q;
-	/* where each queued entry came from, for batch errors */
-	struct ynode *entry_at;
-	unsigned n_entries;
-	int batch_rc;
-};
-
-#define CHECK(x)                    \
-	do {                        \
-		int rc_ = (x);      \
-		if (rc_)            \
-			return rc_; \
-	} while (0)
-
-static int parse_port_ref(struct loader *L, const struct ynode *x,
-			  uint16_t *port)
+int cfg_parse_port_ref(struct loader *L, const struct ynode *x, uint16_t *port)
 {
 	const char *name;
 	int id;
@@ -45,10 +24,42 @@ static int parse_port_ref(struct loader *L, const struct ynode *x,
 	return 0;
 }
 
+/* {rss: {queues: N, first: Q, inner: bool}} */
+static int parse_rss(struct loader *L, const struct ynode *x,
+		     struct dpflow_fwd *f)
+{
+	static const char *const keys[] = {"queues", "first", "inner", NULL};
+	unsigned have = dpflow_ctx_rss_queues(L->ctx);
+	struct ynode v;
+	uint64_t n, first = 0;
+
+	CHECK(y_check_keys(&L->d, x, keys));
+	if (!y_get(&L->d, x, "queues", &v))
+		return yerr(&L->d, x, EINVAL, "'queues' is missing");
+	CHECK(y_u64(&L->d, &v, DPFLOW_RSS_QUEUES_MAX, &n));
+	if (n == 0)
+		return yerr(&L->d, &v, EINVAL, "at least one queue");
+	if (y_get(&L->d, x, "first", &v))
+		CHECK(y_u64(&L->d, &v, DPFLOW_RSS_QUEUES_MAX, &first));
+	if (first + n > have)
+		return yerr(
+		    &L->d, y_get(&L->d, x, "first", &v) ? &v : x, EINVAL,
+		    "rss queues %lu..%lu: the context has %u "
+		    "(context.rss_queues)",
+		    (unsigned long)first, (unsigned long)(first + n - 1), have);
+	f->kind = DPFLOW_FWD_RSS;
+	f->rss_queue = (uint16_t)first;
+	f->rss_n = (uint16_t)n;
+	if (y_get(&L->d, x, "inner", &v))
+		CHECK(y_bool(&L->d, &v, &f->rss_inner));
+	return 0;
+}
+
 static int parse_fwd(struct loader *L, const struct ynode *x, bool per_entry_ok,
 		     struct dpflow_fwd *f)
 {
-	static const char *const keys[] = {"port", "pipe", NULL};
+	static const char *const keys[] = {"port", "pipe", "rss", "handler",
+					   NULL};
 	struct ynode v;
 	const char *s = y_str(x);
 
@@ -66,12 +77,29 @@ static int parse_fwd(struct loader *L, const struct ynode *x, bool per_entry_ok,
 	}
 	if (!y_is_map(x) || y_len(x) != 1)
 		return yerr(&L->d, x, EINVAL,
-			    "expected drop, per-entry, {port: NAME} or "
-			    "{pipe: NAME}");
+			    "expected drop, per-entry, {port: NAME}, "
+			    "{pipe: NAME}, {rss: {queues: N}} or "
+			    "{handler: NAME}");
 	CHECK(y_check_keys(&L->d, x, keys));
 	if (y_get(&L->d, x, "port", &v)) {
 		f->kind = DPFLOW_FWD_PORT;
-		return parse_port_ref(L, &v, &f->port);
+		return cfg_parse_port_ref(L, &v, &f->port);
+	}
+	if (y_get(&L->d, x, "rss", &v))
+		return parse_rss(L, &v, f);
+	if (y_get(&L->d, x, "handler", &v)) {
+		const char *name;
+
+		CHECK(y_string(&L->d, &v, &name));
+		if (dpflow_ctx_handler_find(L->ctx, name, &f->handler,
+					    &f->handler_arg))
+			return yerr(&L->d, &v, ENOENT,
+				    "no handler named '%s' (the application "
+				    "registers handlers; dpflow run has "
+				    "'count')",
+				    name);
+		f->kind = DPFLOW_FWD_HANDLER;
+		return 0;
 	}
 	y_get(&L->d, x, "pipe", &v);
 	f->kind = DPFLOW_FWD_PIPE;
@@ -82,8 +110,27 @@ static int parse_fwd(struct loader *L, const struct ynode *x, bool per_entry_ok,
 	return 0;
 }
 
-static int parse_field_name(struct loader *L, const struct ynode *x,
-			    uint16_t *field)
+/* color_fwd: {yellow: FWD, red: FWD} */
+static int parse_color_fwd(struct loader *L, const struct ynode *x,
+			   struct dpflow_color_fwd *c)
+{
+	static const char *const keys[] = {"yellow", "red", NULL};
+	struct ynode v;
+
+	CHECK(y_check_keys(&L->d, x, keys));
+	if (y_get(&L->d, x, "yellow", &v)) {
+		CHECK(parse_fwd(L, &v, false, &c->yellow));
+		c->yellow_set = true;
+	}
+	if (y_get(&L->d, x, "red", &v)) {
+		CHECK(parse_fwd(L, &v, false, &c->red));
+		c->red_set = true;
+	}
+	return 0;
+}
+
+int cfg_parse_field_name(struct loader *L, const struct ynode *x,
+			 uint16_t *field)
 {
 	const char *s;
 	int f;
@@ -99,8 +146,8 @@ static int parse_field_name(struct loader *L, const struct ynode *x,
 	return 0;
 }
 
-static int parse_value(struct loader *L, const struct ynode *x, unsigned field,
-		       struct field_value *fv)
+int cfg_parse_value(struct loader *L, const struct ynode *x, unsigned field,
+		    struct field_value *fv)
 {
 	char why[160];
 	const char *s = y_str(x);
@@ -129,7 +176,7 @@ static int parse_match(struct loader *L, const struct ynode *x,
 
 		y_item(&L->d, x, i, &it);
 		if (y_is_scalar(&it)) {
-			CHECK(parse_field_name(L, &it, &f->field));
+			CHECK(cfg_parse_field_name(L, &it, &f->field));
 			f->per_entry = true;
 			memset(f->mask, 0xff, sizeof(f->mask));
 			continue;
@@ -137,11 +184,11 @@ static int parse_match(struct loader *L, const struct ynode *x,
 		CHECK(y_check_keys(&L->d, &it, keys));
 		if (!y_get(&L->d, &it, "field", &v))
 			return yerr(&L->d, &it, EINVAL, "'field' is missing");
-		CHECK(parse_field_name(L, &v, &f->field));
+		CHECK(cfg_parse_field_name(L, &v, &f->field));
 		memset(f->mask, 0xff, sizeof(f->mask));
 		f->per_entry = !y_get(&L->d, &it, "value", &v);
 		if (!f->per_entry) {
-			CHECK(parse_value(L, &v, f->field, &fv));
+			CHECK(cfg_parse_value(L, &v, f->field, &fv));
 			if (fv.is_range)
 				return yerr(&L->d, &v, EINVAL,
 					    "a constant field takes a value "
@@ -150,248 +197,8 @@ static int parse_match(struct loader *L, const struct ynode *x,
 			memcpy(f->mask, fv.mask, sizeof(f->mask));
 		}
 		if (y_get(&L->d, &it, "mask", &v)) {
-			CHECK(parse_value(L, &v, f->field, &fv));
+			CHECK(cfg_parse_value(L, &v, f->field, &fv));
 			memcpy(f->mask, fv.value, sizeof(f->mask));
-		}
-	}
-	return 0;
-}
-
-static int parse_ip16(struct loader *L, const struct ynode *x, uint8_t *out)
-{
-	const char *s = y_str(x);
-
-	memset(out, 0, 16);
-	if (s && inet_pton(AF_INET, s, out + 12) == 1) {
-		/* IPv4-mapped: one 16-byte form for both versions */
-		out[10] = out[11] = 0xff;
-		return 0;
-	}
-	if (s && inet_pton(AF_INET6, s, out) == 1)
-		return 0;
-	return yerr(&L->d, x, EINVAL, "expected an IPv4 or IPv6 address");
-}
-
-static int parse_mac(struct loader *L, const struct ynode *x, uint8_t *out)
-{
-	struct field_value fv;
-
-	CHECK(parse_value(L, x, DPFLOW_FIELD_OUTER_ETH_SRC, &fv));
-	memcpy(out, fv.value, 6);
-	return 0;
-}
-
-/* The value of an action, from the template or from an entry. */
-static int parse_action_value(struct loader *L, const struct ynode *x,
-			      struct dpflow_action *a, uint8_t *value)
-{
-	uint64_t v;
-
-	switch (a->kind) {
-	case DPFLOW_ACT_SET_MAC_SRC:
-	case DPFLOW_ACT_SET_MAC_DST:
-		return parse_mac(L, x, value);
-	case DPFLOW_ACT_NAT_SRC_IP:
-	case DPFLOW_ACT_NAT_DST_IP:
-		return parse_ip16(L, x, value);
-	case DPFLOW_ACT_NAT_SRC_PORT:
-	case DPFLOW_ACT_NAT_DST_PORT:
-		CHECK(y_u64(&L->d, x, 65535, &v));
-		value[0] = (uint8_t)(v >> 8);
-		value[1] = (uint8_t)v;
-		return 0;
-	case DPFLOW_ACT_SET_FIELD:
-	case DPFLOW_ACT_ADD_FIELD: {
-		struct field_value fv;
-
-		CHECK(parse_value(L, x, a->field, &fv));
-		if (fv.is_range || fv.has_mask || fv.prefix_len >= 0)
-			return yerr(&L->d, x, EINVAL,
-				    "an action takes a plain value");
-		memcpy(value, fv.value, 16);
-		return 0;
-	}
-	default:
-		return yerr(&L->d, x, EINVAL, "this action takes no value");
-	}
-}
-
-static int parse_encap(struct loader *L, const struct ynode *x,
-		       struct dpflow_encap *e)
-{
-	static const char *const keys[] = {"type",    "src",	 "dst",
-					   "src_mac", "dst_mac", "vni",
-					   "key",     "ttl",	 NULL};
-	struct ynode v;
-	uint64_t n;
-	const char *s;
-
-	CHECK(y_check_keys(&L->d, x, keys));
-	if (!y_get(&L->d, x, "type", &v) || !y_str(&v))
-		return yerr(&L->d, x, EINVAL, "'type' is missing");
-	s = y_str(&v);
-	if (!strcmp(s, "vxlan"))
-		e->tun_type = DPFLOW_TUN_VXLAN;
-	else if (!strcmp(s, "geneve"))
-		e->tun_type = DPFLOW_TUN_GENEVE;
-	else if (!strcmp(s, "gre"))
-		e->tun_type = DPFLOW_TUN_GRE;
-	else if (!strcmp(s, "ipip"))
-		e->tun_type = DPFLOW_TUN_IPIP;
-	else
-		return yerr(&L->d, &v, EINVAL,
-			    "'%s': expected vxlan, geneve, gre or ipip", s);
-	if (!y_get(&L->d, x, "src", &v))
-		return yerr(&L->d, x, EINVAL, "'src' is missing");
-	CHECK(parse_ip16(L, &v, e->src));
-	e->ipv6 = strchr(y_str(&v), ':') != NULL;
-	if (!y_get(&L->d, x, "dst", &v))
-		return yerr(&L->d, x, EINVAL, "'dst' is missing");
-	CHECK(parse_ip16(L, &v, e->dst));
-	if ((strchr(y_str(&v), ':') != NULL) != e->ipv6)
-		return yerr(&L->d, &v, EINVAL,
-			    "src and dst must be of one IP version");
-	if (y_get(&L->d, x, "src_mac", &v))
-		CHECK(parse_mac(L, &v, e->src_mac));
-	if (y_get(&L->d, x, "dst_mac", &v))
-		CHECK(parse_mac(L, &v, e->dst_mac));
-	e->ttl = 64;
-	if (y_get(&L->d, x, "ttl", &v)) {
-		CHECK(y_u64(&L->d, &v, 255, &n));
-		e->ttl = (uint8_t)n;
-	}
-	if (y_get(&L->d, x, "vni", &v)) {
-		CHECK(y_u64(&L->d, &v, 0xffffff, &n));
-		e->id = (uint32_t)n;
-	}
-	if (y_get(&L->d, x, "key", &v)) {
-		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
-		e->id = (uint32_t)n;
-		e->gre_key = 1;
-	}
-	return 0;
-}
-
-static int parse_action(struct loader *L, const struct ynode *x,
-			struct dpflow_action *a)
-{
-	struct ynode v;
-	const char *name = NULL;
-	unsigned kind;
-
-	memset(a, 0, sizeof(*a));
-	if (!y_is_map(x) || y_len(x) != 1 || !y_pair(&L->d, x, 0, &name, &v))
-		return yerr(&L->d, x, EINVAL,
-			    "an action is a mapping with one key, its name");
-	for (kind = 0; kind < DPFLOW_ACT__COUNT; kind++)
-		if (!strcmp(dpflow_action_name(kind), name))
-			break;
-	if (kind == DPFLOW_ACT__COUNT)
-		return yerr(&L->d, &v, EINVAL, "unknown action '%s'", name);
-	a->kind = (uint8_t)kind;
-	switch (kind) {
-	case DPFLOW_ACT_DEC_TTL:
-	case DPFLOW_ACT_VLAN_POP:
-	case DPFLOW_ACT_DECAP: {
-		bool on;
-
-		CHECK(y_bool(&L->d, &v, &on));
-		if (!on)
-			return yerr(&L->d, &v, EINVAL, "write %s: true", name);
-		return 0;
-	}
-	case DPFLOW_ACT_MIRROR:
-		return parse_port_ref(L, &v, &a->port);
-	case DPFLOW_ACT_ENCAP:
-		return parse_encap(L, &v, &a->encap);
-	case DPFLOW_ACT_VLAN_PUSH: {
-		static const char *const keys[] = {"tpid", "vid", "pcp", NULL};
-		struct ynode p;
-		uint64_t n = 0;
-
-		CHECK(y_check_keys(&L->d, &v, keys));
-		a->tpid = 0x8100;
-		if (y_get(&L->d, &v, "tpid", &p)) {
-			CHECK(y_u64(&L->d, &p, 0xffff, &n));
-			if (n != 0x8100 && n != 0x88a8)
-				return yerr(&L->d, &p, EINVAL,
-					    "tpid must be 0x8100 or 0x88a8");
-			a->tpid = (uint16_t)n;
-		}
-		if (!y_get(&L->d, &v, "vid", &p))
-			return yerr(&L->d, &v, EINVAL, "'vid' is missing");
-		CHECK(y_u64(&L->d, &p, 4095, &n));
-		a->tci = (uint16_t)n;
-		if (y_get(&L->d, &v, "pcp", &p)) {
-			CHECK(y_u64(&L->d, &p, 7, &n));
-			a->tci |= (uint16_t)(n << 13);
-		}
-		return 0;
-	}
-	case DPFLOW_ACT_COPY_FIELD: {
-		static const char *const keys[] = {"field", "from", NULL};
-		struct ynode p;
-
-		CHECK(y_check_keys(&L->d, &v, keys));
-		if (!y_get(&L->d, &v, "field", &p))
-			return yerr(&L->d, &v, EINVAL, "'field' is missing");
-		CHECK(parse_field_name(L, &p, &a->field));
-		if (!y_get(&L->d, &v, "from", &p))
-			return yerr(&L->d, &v, EINVAL, "'from' is missing");
-		return parse_field_name(L, &p, &a->src_field);
-	}
-	case DPFLOW_ACT_SET_FIELD:
-	case DPFLOW_ACT_ADD_FIELD: {
-		static const char *const keys[] = {"field", "value", NULL};
-		struct ynode p;
-
-		CHECK(y_check_keys(&L->d, &v, keys));
-		if (!y_get(&L->d, &v, "field", &p))
-			return yerr(&L->d, &v, EINVAL, "'field' is missing");
-		CHECK(parse_field_name(L, &p, &a->field));
-		if (!y_get(&L->d, &v, "value", &p))
-			return yerr(&L->d, &v, EINVAL, "'value' is missing");
-		if (y_str(&p) && !strcmp(y_str(&p), "per-entry")) {
-			a->per_entry = true;
-			return 0;
-		}
-		return parse_action_value(L, &p, a, a->value);
-	}
-	default:
-		if (y_str(&v) && !strcmp(y_str(&v), "per-entry")) {
-			a->per_entry = true;
-			return 0;
-		}
-		return parse_action_value(L, &v, a, a->value);
-	}
-}
-
-static int parse_actions(struct loader *L, const struct ynode *x,
-			 struct dpflow_pipe_cfg *cfg)
-{
-	if (!y_is_seq(x))
-		return yerr(&L->d, x, EINVAL,
-			    "expected a list of action templates (each a list "
-			    "of actions)");
-	if (y_len(x) > DPFLOW_ACTION_TMPLS_MAX)
-		return yerr(&L->d, x, EINVAL, "at most %d action templates",
-			    DPFLOW_ACTION_TMPLS_MAX);
-	cfg->n_action_tmpls = (uint8_t)y_len(x);
-	for (unsigned t = 0; t < cfg->n_action_tmpls; t++) {
-		struct ynode tmpl, it;
-
-		y_item(&L->d, x, t, &tmpl);
-		if (!y_is_seq(&tmpl))
-			return yerr(&L->d, &tmpl, EINVAL,
-				    "an action template is a list of actions");
-		if (y_len(&tmpl) > DPFLOW_ACTIONS_MAX)
-			return yerr(&L->d, &tmpl, EINVAL,
-				    "at most %d actions in a template",
-				    DPFLOW_ACTIONS_MAX);
-		cfg->actions[t].n = (uint8_t)y_len(&tmpl);
-		for (unsigned i = 0; i < cfg->actions[t].n; i++) {
-			y_item(&L->d, &tmpl, i, &it);
-			CHECK(parse_action(L, &it, &cfg->actions[t].a[i]));
 		}
 	}
 	return 0;
@@ -413,15 +220,16 @@ static int parse_type(struct loader *L, const struct ynode *x, uint8_t *type)
 		    s);
 }
 
-static const char *const pipe_keys[] = {"name",	 "type",    "root",    "size",
-					"match", "actions", "monitor", "fwd",
-					"miss",	 "entries", NULL};
+static const char *const pipe_keys[] = {
+    "name",	 "type", "root", "size",      "match", "actions", "monitor",
+    "color_fwd", "fwd",	 "miss", "hash_seed", "ct",    "entries", NULL};
 
 static int parse_pipe(struct loader *L, const struct ynode *x,
 		      struct dpflow_pipe_cfg *cfg)
 {
 	struct ynode v;
 	uint64_t n;
+	bool is_ct;
 
 	memset(cfg, 0, sizeof(*cfg));
 	CHECK(y_check_keys(&L->d, x, pipe_keys));
@@ -431,48 +239,94 @@ static int parse_pipe(struct loader *L, const struct ynode *x,
 	if (!y_get(&L->d, x, "type", &v))
 		return yerr(&L->d, x, EINVAL, "'type' is missing");
 	CHECK(parse_type(L, &v, &cfg->type));
+	is_ct = cfg->type == DPFLOW_PIPE_CT;
 	if (y_get(&L->d, x, "root", &v)) {
 		cfg->root = true;
-		CHECK(parse_port_ref(L, &v, &cfg->port));
+		CHECK(cfg_parse_port_ref(L, &v, &cfg->port));
 	}
 	cfg->size = 1024;
 	if (y_get(&L->d, x, "size", &v)) {
 		CHECK(y_u64(&L->d, &v, 1u << 26, &n));
 		cfg->size = (uint32_t)n;
 	}
-	if (!y_get(&L->d, x, "match", &v))
+	/* a ct pipe tracks the 5-tuple: its template, if any, holds
+	 * constant fields only (the engine checks) */
+	if (y_get(&L->d, x, "match", &v))
+		CHECK(parse_match(L, &v, &cfg->match));
+	else if (!is_ct)
 		return yerr(&L->d, x, EINVAL, "'match' is missing");
-	CHECK(parse_match(L, &v, &cfg->match));
 	if (y_get(&L->d, x, "actions", &v))
-		CHECK(parse_actions(L, &v, cfg));
-	if (y_get(&L->d, x, "monitor", &v)) {
-		static const char *const keys[] = {"counter", NULL};
-		struct ynode c;
-
-		CHECK(y_check_keys(&L->d, &v, keys));
-		if (y_get(&L->d, &v, "counter", &c))
-			CHECK(y_bool(&L->d, &c, &cfg->monitor.counter));
+		CHECK(cfg_parse_actions(L, &v, cfg));
+	if (y_get(&L->d, x, "monitor", &v))
+		CHECK(cfg_parse_monitor(L, &v, cfg));
+	if (y_get(&L->d, x, "color_fwd", &v)) {
+		if (!cfg->monitor.meter.alg && !cfg->monitor.shared_meter)
+			return yerr(&L->d, &v, EINVAL,
+				    "colour forwarding needs a meter "
+				    "(monitor.meter or monitor.shared_meter)");
+		CHECK(parse_color_fwd(L, &v, &cfg->color_fwd));
 	}
 	if (y_get(&L->d, x, "fwd", &v))
-		CHECK(parse_fwd(L, &v, true, &cfg->fwd));
+		CHECK(parse_fwd(L, &v, !is_ct, &cfg->fwd));
 	if (y_get(&L->d, x, "miss", &v))
 		CHECK(parse_fwd(L, &v, false, &cfg->miss_fwd));
+	if (y_get(&L->d, x, "hash_seed", &v)) {
+		if (cfg->type != DPFLOW_PIPE_HASH)
+			return yerr(&L->d, &v, EINVAL,
+				    "'hash_seed' is for hash pipes");
+		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
+		cfg->hash_seed = (uint32_t)n;
+	}
+	if (y_get(&L->d, x, "ct", &v)) {
+		if (!is_ct)
+			return yerr(&L->d, &v, EINVAL, "'ct' is for ct pipes");
+		CHECK(cfg_parse_ct(L, &v, &cfg->ct));
+	}
+	if (is_ct && y_get(&L->d, x, "entries", &v))
+		return yerr(&L->d, &v, EINVAL,
+			    "a ct pipe takes no entries: its packets make the "
+			    "connections");
 	return 0;
 }
 
-/* One entry of @pipe from @x. */
-static int parse_entry(struct loader *L, struct dpflow_pipe *pipe,
-		       const struct dpflow_pipe_cfg *cfg, const struct ynode *x,
-		       struct dpflow_entry_cfg *e)
+/* An entry's own monitor: meter, shared counter, aging timeout. */
+static int parse_entry_monitor(struct loader *L,
+			       const struct dpflow_pipe_cfg *cfg,
+			       const struct ynode *x,
+			       struct dpflow_entry_cfg *e)
 {
-	static const char *const keys[] = {"match",  "priority", "action",
-					   "values", "fwd",	 NULL};
 	struct ynode v;
-	uint64_t n;
-	unsigned off = 0, k = 0;
 
-	memset(e, 0, sizeof(*e));
-	CHECK(y_check_keys(&L->d, x, keys));
+	if (y_get(&L->d, x, "meter", &v)) {
+		if (!cfg->monitor.meter.alg)
+			return yerr(&L->d, &v, EINVAL,
+				    "pipe '%s' has no meter per entry "
+				    "(monitor.meter) to override",
+				    cfg->name);
+		CHECK(cfg_parse_meter(L, &v, &e->meter));
+	}
+	if (y_get(&L->d, x, "shared_counter", &v))
+		CHECK(cfg_parse_shared_counter(L, &v, &e->shared_counter));
+	if (y_get(&L->d, x, "aging_ms", &v)) {
+		if (!cfg->monitor.aging_ms)
+			return yerr(&L->d, &v, EINVAL,
+				    "pipe '%s' has no aging (monitor.aging_ms) "
+				    "to override",
+				    cfg->name);
+		CHECK(cfg_parse_aging(L, &v, &e->aging_ms));
+	}
+	return 0;
+}
+
+/* The per-entry match values of an entry (every pipe type but hash). */
+static int parse_entry_match(struct loader *L,
+			     const struct dpflow_pipe_cfg *cfg,
+			     const struct ynode *x, struct dpflow_entry_cfg *e)
+{
+	struct ynode v;
+	unsigned off = 0, k = 0;
+	int last = -1; /* LPM: the address is the last per-entry field */
+
 	if (!y_get(&L->d, x, "match", &v) || !y_is_map(&v))
 		return yerr(&L->d, x, EINVAL,
 			    "'match' (a mapping field: value) is missing");
@@ -493,9 +347,14 @@ static int parse_entry(struct loader *L, struct dpflow_pipe *pipe,
 				    "'%s'",
 				    fname, cfg->name);
 	}
+	for (unsigned f = 0; f < cfg->match.n; f++)
+		if (cfg->match.f[f].per_entry)
+			last = (int)f;
 	for (unsigned f = 0; f < cfg->match.n; f++) {
 		const struct dpflow_match_field *mf = &cfg->match.f[f];
 		unsigned bytes = dpflow_field_bytes(mf->field);
+		bool exact = cfg->type == DPFLOW_PIPE_BASIC ||
+			     (cfg->type == DPFLOW_PIPE_LPM && (int)f != last);
 		struct field_value val;
 		struct ynode fv;
 
@@ -512,20 +371,22 @@ static int parse_entry(struct loader *L, struct dpflow_pipe *pipe,
 			k++;
 			continue;
 		}
-		CHECK(parse_value(L, &fv, mf->field, &val));
-		if (cfg->type == DPFLOW_PIPE_BASIC &&
+		CHECK(cfg_parse_value(L, &fv, mf->field, &val));
+		if (exact &&
 		    (val.is_range || val.has_mask ||
 		     (val.prefix_len >= 0 && (unsigned)val.prefix_len !=
 						 dpflow_field_bits(mf->field))))
 			return yerr(&L->d, &fv, EINVAL,
-				    "a basic pipe matches exact values: no "
-				    "mask, prefix or range");
-		if (cfg->type == DPFLOW_PIPE_LPM) {
+				    "%s: no mask, prefix or range",
+				    cfg->type == DPFLOW_PIPE_BASIC
+					? "a basic pipe matches exact values"
+					: "the fields before an lpm pipe's "
+					  "address match exact values");
+		if (cfg->type == DPFLOW_PIPE_LPM && (int)f == last)
 			e->prefix_len =
 			    (uint8_t)(val.prefix_len >= 0
 					  ? val.prefix_len
 					  : (int)dpflow_field_bits(mf->field));
-		}
 		if (val.is_range) {
 			if (cfg->type != DPFLOW_PIPE_ACL)
 				return yerr(&L->d, &fv, EINVAL,
@@ -539,6 +400,80 @@ static int parse_entry(struct loader *L, struct dpflow_pipe *pipe,
 		off += bytes;
 		k++;
 	}
+	return 0;
+}
+
+/* Per-entry action values, by position in the entry's template. */
+static int parse_entry_values(struct loader *L,
+			      const struct dpflow_pipe_cfg *cfg,
+			      const struct ynode *x, struct dpflow_entry_cfg *e)
+{
+	const struct dpflow_action_tmpl *t = &cfg->actions[e->action_tmpl];
+	struct ynode v;
+	bool have = y_get(&L->d, x, "values", &v), encap = false;
+
+	if (have && !y_is_seq(&v))
+		return yerr(&L->d, &v, EINVAL,
+			    "expected a list of action values");
+	for (unsigned i = 0; i < t->n; i++) {
+		struct ynode it;
+
+		if (!t->a[i].per_entry)
+			continue;
+		if (!have || !y_item(&L->d, &v, i, &it))
+			return yerr(&L->d, x, EINVAL,
+				    "action %u ('%s') takes its value from the "
+				    "entry: 'values' needs item %u",
+				    i, dpflow_action_name(t->a[i].kind), i);
+		if (t->a[i].kind != DPFLOW_ACT_ENCAP) {
+			CHECK(cfg_parse_action_value(L, &it, &t->a[i],
+						     e->action_value[i]));
+			continue;
+		}
+		/* the entry's outer headers: one per-entry encap each */
+		if (encap)
+			return yerr(&L->d, &it, EINVAL,
+				    "one per-entry encap per action template");
+		encap = true;
+		CHECK(cfg_parse_encap(L, &it, &e->encap));
+	}
+	return 0;
+}
+
+/* One entry of a pipe configured as @cfg, from @x. */
+static int parse_entry(struct loader *L, const struct dpflow_pipe_cfg *cfg,
+		       const struct ynode *x, struct dpflow_entry_cfg *e)
+{
+	static const char *const keys[] = {
+	    "match", "index", "priority",	"action",   "values",
+	    "fwd",   "meter", "shared_counter", "aging_ms", NULL};
+	struct ynode v;
+	uint64_t n;
+
+	memset(e, 0, sizeof(*e));
+	CHECK(y_check_keys(&L->d, x, keys));
+	if (cfg->type == DPFLOW_PIPE_HASH) {
+		/* the packet's key picks the slot: an entry names its slot */
+		if (y_get(&L->d, x, "match", &v))
+			return yerr(&L->d, &v, EINVAL,
+				    "a hash pipe's entries take 'index' (the "
+				    "slot hash %% size), not 'match'");
+		if (!y_get(&L->d, x, "index", &v))
+			return yerr(&L->d, x, EINVAL,
+				    "'index' (the slot, 0..%u) is missing",
+				    cfg->size - 1);
+		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
+		if (n >= cfg->size)
+			return yerr(&L->d, &v, ERANGE,
+				    "index %lu: pipe '%s' has slots 0..%u",
+				    (unsigned long)n, cfg->name, cfg->size - 1);
+		e->hash_index = (uint32_t)n;
+	} else {
+		if (y_get(&L->d, x, "index", &v))
+			return yerr(&L->d, &v, EINVAL,
+				    "'index' is for the entries of hash pipes");
+		CHECK(parse_entry_match(L, cfg, x, e));
+	}
 	if (y_get(&L->d, x, "priority", &v)) {
 		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
 		e->priority = (uint32_t)n;
@@ -551,27 +486,8 @@ static int parse_entry(struct loader *L, struct dpflow_pipe *pipe,
 				    cfg->name, cfg->n_action_tmpls);
 		e->action_tmpl = (uint8_t)n;
 	}
-	if (cfg->n_action_tmpls) {
-		struct dpflow_action_tmpl *t =
-		    (struct dpflow_action_tmpl *)&cfg->actions[e->action_tmpl];
-		bool have = y_get(&L->d, x, "values", &v);
-
-		for (unsigned i = 0; i < t->n; i++) {
-			struct ynode it;
-
-			if (!t->a[i].per_entry)
-				continue;
-			if (!have || !y_item(&L->d, &v, i, &it))
-				return yerr(&L->d, x, EINVAL,
-					    "action %u ('%s') takes its value "
-					    "from the entry: 'values' needs "
-					    "item %u",
-					    i, dpflow_action_name(t->a[i].kind),
-					    i);
-			CHECK(parse_action_value(L, &it, &t->a[i],
-						 e->action_value[i]));
-		}
-	}
+	if (cfg->n_action_tmpls)
+		CHECK(parse_entry_values(L, cfg, x, e));
 	if (y_get(&L->d, x, "fwd", &v)) {
 		if (cfg->fwd.kind != DPFLOW_FWD_PER_ENTRY)
 			return yerr(&L->d, &v, EINVAL,
@@ -583,8 +499,7 @@ static int parse_entry(struct loader *L, struct dpflow_pipe *pipe,
 			    "pipe '%s' forwards per entry: 'fwd' is missing",
 			    cfg->name);
 	}
-	(void)pipe;
-	return 0;
+	return parse_entry_monitor(L, cfg, x, e);
 }
 
 static void entry_status(struct dpflow_entry *e, int status,
@@ -649,7 +564,7 @@ static int load_entries(struct loader *L, const struct ynode *pipes)
 
 			y_item(&L->d, &ents, k, &it);
 			L->entry_at[u] = it;
-			rc = parse_entry(L, pipe, &cfg, &it, &ec);
+			rc = parse_entry(L, &cfg, &it, &ec);
 			if (rc) {
 				free(users);
 				return rc;
@@ -688,7 +603,9 @@ static int load_pipes(struct loader *L, const struct ynode *pipes)
 			struct dpflow_pipe_cfg cfg;
 			struct dpflow_error e = {0};
 			bool ready = true;
-			const char *deps[2] = {"fwd", "miss"};
+			const char *deps[4] = {"fwd", "miss", "yellow", "red"};
+			struct ynode cf;
+			bool has_cf;
 
 			if (made[i])
 				continue;
@@ -698,10 +615,13 @@ static int load_pipes(struct loader *L, const struct ynode *pipes)
 				return yerr(&L->d, &p, EINVAL,
 					    "a pipe is a mapping");
 			}
-			for (int d = 0; d < 2; d++) {
+			has_cf = y_get(&L->d, &p, "color_fwd", &cf);
+			for (int d = 0; d < 4; d++) {
+				const struct ynode *in = d < 2 ? &p : &cf;
 				struct ynode t;
 
-				if (y_get(&L->d, &p, deps[d], &f) &&
+				if ((d < 2 || has_cf) &&
+				    y_get(&L->d, in, deps[d], &f) &&
 				    y_get(&L->d, &f, "pipe", &t) && y_str(&t) &&
 				    !dpflow_pipe_find(L->ctx, y_str(&t)))
 					ready = false;
@@ -763,12 +683,46 @@ static int load_ports(struct loader *L, const struct ynode *ports)
 	return 0;
 }
 
+/* Make the context: the `context` section's parameters, shared meters,
+ * and the application's handlers. */
+static int make_ctx(struct loader *L, const struct ynode *root,
+		    const struct dpflow_config_opts *opts)
+{
+	struct dpflow_ctx_params cp = {0};
+	struct dpflow_meter_cfg *meters = NULL;
+	struct dpflow_error e = {0};
+	struct ynode cx = {0};
+	bool has_cx = y_get(&L->d, root, "context", &cx);
+	int rc = 0;
+
+	cp.pool_slots = opts ? opts->pool_slots : 0;
+	if (has_cx)
+		CHECK(cfg_parse_context(L, &cx, &cp, &meters));
+	L->ctx = dpflow_ctx_create(&cp, &e);
+	if (!L->ctx)
+		rc = yerr(&L->d, has_cx ? &cx : NULL, e.code ? e.code : EINVAL,
+			  "%s", e.msg);
+	if (!rc && has_cx)
+		rc = cfg_shared_meters_config(L, &cx, meters);
+	free(meters);
+	for (unsigned i = 0; !rc && opts && i < opts->n_handlers; i++) {
+		const struct dpflow_handler_def *h = &opts->handlers[i];
+
+		if (dpflow_ctx_handler_register(L->ctx, h->name, h->fn, h->arg,
+						&e))
+			rc = yerr(&L->d, NULL, e.code ? e.code : EINVAL,
+				  "handler '%s': %s", h->name ? h->name : "",
+				  e.msg);
+	}
+	return rc;
+}
+
 static struct dpflow_ctx *load(yaml_parser_t *parser, const char *name,
 			       const struct dpflow_config_opts *opts,
 			       struct dpflow_error *err)
 {
-	static const char *const top_keys[] = {"ports", "pipes", NULL};
-	struct dpflow_ctx_params cp = {0};
+	static const char *const top_keys[] = {"context", "ports", "pipes",
+					       NULL};
 	struct loader L;
 	struct ynode root = {0}, v;
 	int rc;
@@ -788,11 +742,7 @@ static struct dpflow_ctx *load(yaml_parser_t *parser, const char *name,
 		yerr(&L.d, NULL, EINVAL, "empty configuration");
 		goto fail;
 	}
-	if (y_check_keys(&L.d, &root, top_keys))
-		goto fail;
-	cp.pool_slots = opts ? opts->pool_slots : 0;
-	L.ctx = dpflow_ctx_create(&cp, err);
-	if (!L.ctx)
+	if (y_check_keys(&L.d, &root, top_keys) || make_ctx(&L, &root, opts))
 		goto fail;
 	L.q = dpflow_queue_create(L.ctx, err);
 	if (!L.q)

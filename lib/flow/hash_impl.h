@@ -79,12 +79,13 @@ DPF_HD static inline uint32_t dpflow_toeplitz_impl(const uint8_t *in,
 		for (unsigned b = 0; b < 8; b++) {
 			unsigned bit = i * 8 + b;
 			unsigned r = bit & 15;
-			/* key bits bit .. bit+31 of 0x6d5a6d5a... */
+			/* key bits bit .. bit+31 of 0x6d5a6d5a...: a
+			 * rotation (not for r == 0: a shift by 32 is
+			 * undefined) */
 			uint32_t win =
-			    0x6d5a6d5au << r | 0x6d5a6d5au >> (32 - r);
+			    r ? 0x6d5a6d5au << r | 0x6d5a6d5au >> (32 - r)
+			      : 0x6d5a6d5au;
 
-			if (r == 0)
-				win = 0x6d5a6d5au;
 			if (in[i] & (0x80u >> b))
 				h ^= win;
 		}

@@ -125,7 +125,9 @@ static void forward(struct dpflow_ctx *ctx, struct scratch *s,
 
 		m->rss_hash = dpflow_rss_hash_hdr(
 		    f->rss_inner && m->tun_type ? &m->inner : &m->outer);
-		q = (uint16_t)(f->rss_queue + m->rss_hash % f->rss_n);
+		/* as a NIC's 128-entry redirection table filled round
+		 * robin: the hash's low 7 bits pick the entry */
+		q = (uint16_t)(f->rss_queue + (m->rss_hash & 127) % f->rss_n);
 		m->queue = q;
 		s->rss_out[q].idx[s->rss_out[q].n++] = idx;
 		break;
@@ -317,7 +319,8 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 							       : &pipe->cfg.fwd;
 		if (color != DPFLOW_COLOR_GREEN) {
 			f = color_fwd(pipe, f, color);
-			if (!f) {
+			if (!f || (color == DPFLOW_COLOR_RED &&
+				   f->kind == DPFLOW_FWD_DROP)) {
 				drop_pkt(ctx, s, idx,
 					 DPFLOW_DROP_FLOW_METER_RED);
 				continue;

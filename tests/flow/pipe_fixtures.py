@@ -379,7 +379,9 @@ def run_case(dpflow, desc, config, inputs, outputs, drops, tmp):
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                         "examples")
-EXAMPLE_TRAFFIC = {"vxlan_decap.yaml": "vxlan", "demo.yaml": "all"}
+EXAMPLE_TRAFFIC = {"vxlan_decap.yaml": "vxlan", "demo.yaml": "all",
+                   "ct_firewall.yaml": "default", "ecmp.yaml": "default",
+                   "policer.yaml": "default"}
 
 
 def run_example(dpflow, name, tmp):

@@ -3,6 +3,12 @@
  * its ports until the inputs are exhausted (pcap), --duration passes or a
  * signal arrives, then print per-port, per-pipe and per-entry counters and
  * the drops by reason.
+ *
+ * Besides the ports, the loop serves what the config may forward to
+ * inside the process: the software handler `count` (counts and frees
+ * packets), the RSS software queues (drained after each burst, counted per
+ * queue), and aging (every 100 ms each pipe is aged and the entries that
+ * aged out are removed in one batch).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -16,7 +22,19 @@
 
 #include "cmds.h"
 
-#define RUN_BURST 32
+#define RUN_BURST  32
+#define RUN_AGE_NS (100ull * 1000 * 1000)
+
+/* What the loop counts beside the engine's own counters. */
+struct run_state {
+	struct dpflow_ctx *ctx;
+	struct dpflow_queue *q;
+	uint64_t handler_pkts; /* the `count` handler */
+	uint64_t rss_pkts[DPFLOW_RSS_QUEUES_MAX];
+	uint64_t aged[DPFLOW_PIPES_MAX];
+	unsigned aging_pipe; /* the pipe being aged */
+	unsigned n_removed;  /* removals queued */
+};
 
 static volatile sig_atomic_t stop_requested;
 
@@ -26,8 +44,158 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
-static void print_counters(struct dpflow_ctx *ctx)
+/* The built-in software handler `count`. */
+static void count_handler(void *arg, struct dpflow_pool *pool,
+			  const uint32_t *idx, uint16_t n)
 {
+	*(uint64_t *)arg += n;
+	dpflow_pool_free_bulk(pool, idx, n);
+}
+
+static void drain_rss(struct run_state *st)
+{
+	struct dpflow_pool *pool = dpflow_ctx_pool(st->ctx);
+
+	for (unsigned q = 0; q < dpflow_ctx_rss_queues(st->ctx); q++) {
+		uint32_t idx[RUN_BURST];
+		uint16_t n;
+
+		while ((n = dpflow_ctx_rss_rx(st->ctx, (uint16_t)q, idx,
+					      RUN_BURST)) > 0) {
+			st->rss_pkts[q] += n;
+			dpflow_pool_free_bulk(pool, idx, n);
+		}
+	}
+}
+
+static void on_aged(struct dpflow_entry *e, uint64_t last_hit_ns, void *arg)
+{
+	struct run_state *st = arg;
+
+	(void)last_hit_ns;
+	if (!dpflow_entry_remove(st->q, e, NULL)) {
+		st->aged[st->aging_pipe]++;
+		st->n_removed++;
+	}
+}
+
+/*
+ * Age every pipe with aging (and expire the connections of ct pipes),
+ * then remove the entries that aged out as one batch. The batch is
+ * processed with this thread offline (flow.h: not an online reader).
+ */
+static int age_pipes(struct run_state *st)
+{
+	uint64_t now = dpflow_clock_ns();
+	struct dpflow_error err = {0};
+	int rc;
+
+	st->n_removed = 0;
+	for (unsigned i = 0; i < dpflow_ctx_pipe_count(st->ctx); i++) {
+		struct dpflow_pipe *pipe = dpflow_ctx_pipe(st->ctx, i);
+		const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
+
+		if (!cfg->monitor.aging_ms && cfg->type != DPFLOW_PIPE_CT)
+			continue;
+		st->aging_pipe = i;
+		dpflow_pipe_age(pipe, now, 0, on_aged, st);
+	}
+	if (!st->n_removed)
+		return 0;
+	dpflow_ctx_thread_offline(st->ctx);
+	rc = dpflow_entries_process(st->q, NULL, &err);
+	dpflow_ctx_thread_online(st->ctx);
+	if (rc)
+		fprintf(stderr, "dpflow run: removing aged entries: %s\n",
+			err.msg);
+	return rc;
+}
+
+static bool fwd_is_handler(const struct dpflow_fwd *f)
+{
+	return f->kind == DPFLOW_FWD_HANDLER;
+}
+
+/* Does any pipe or entry forward to a software handler? */
+static bool uses_handlers(struct dpflow_ctx *ctx)
+{
+	for (unsigned i = 0; i < dpflow_ctx_pipe_count(ctx); i++) {
+		struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
+		const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
+
+		if (fwd_is_handler(&cfg->fwd) ||
+		    fwd_is_handler(&cfg->miss_fwd) ||
+		    (cfg->color_fwd.yellow_set &&
+		     fwd_is_handler(&cfg->color_fwd.yellow)) ||
+		    (cfg->color_fwd.red_set &&
+		     fwd_is_handler(&cfg->color_fwd.red)))
+			return true;
+		if (cfg->fwd.kind != DPFLOW_FWD_PER_ENTRY)
+			continue;
+		for (uint32_t k = 0; k < dpflow_pipe_size(pipe); k++) {
+			const struct dpflow_entry *e =
+			    dpflow_pipe_entry(pipe, k);
+
+			if (e && fwd_is_handler(&dpflow_entry_cfg(e)->fwd))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Colours, connections and aging of one pipe, under its counters line. */
+static void print_pipe_extras(const struct run_state *st, unsigned i,
+			      const struct dpflow_pipe_cfg *cfg,
+			      const struct dpflow_pipe_stats *s)
+{
+	if (cfg->monitor.meter.alg || cfg->monitor.shared_meter)
+		printf("    colors       %10lu green  %10lu yellow %10lu red\n",
+		       (unsigned long)s->color[DPFLOW_COLOR_GREEN],
+		       (unsigned long)s->color[DPFLOW_COLOR_YELLOW],
+		       (unsigned long)s->color[DPFLOW_COLOR_RED]);
+	if (cfg->type == DPFLOW_PIPE_CT)
+		printf("    connections  %10lu live   %10lu created %10lu "
+		       "expired %10lu invalid %10lu refused\n",
+		       (unsigned long)s->ct_live, (unsigned long)s->ct_created,
+		       (unsigned long)s->ct_expired,
+		       (unsigned long)s->ct_invalid,
+		       (unsigned long)s->ct_refused);
+	if (cfg->monitor.aging_ms)
+		printf("    aged out     %10lu entries\n",
+		       (unsigned long)st->aged[i]);
+}
+
+/* RSS queues, the `count` handler and shared counters. */
+static void print_ctx_extras(const struct run_state *st)
+{
+	struct dpflow_ctx *ctx = st->ctx;
+	unsigned n_rss = dpflow_ctx_rss_queues(ctx);
+	uint32_t n_sc = dpflow_ctx_shared_counters(ctx);
+
+	if (n_rss) {
+		printf("rss queues:\n");
+		for (unsigned q = 0; q < n_rss; q++)
+			printf("  queue %-6u %10lu pkts\n", q,
+			       (unsigned long)st->rss_pkts[q]);
+	}
+	if (st->handler_pkts || uses_handlers(ctx))
+		printf("handlers:\n  %-12s %10lu pkts\n", "count",
+		       (unsigned long)st->handler_pkts);
+	if (n_sc) {
+		printf("shared counters:\n");
+		for (uint32_t id = 1; id <= n_sc; id++) {
+			struct dpflow_counter c = {0};
+
+			dpflow_shared_counter_read(ctx, id, &c);
+			printf("  counter %-4u %10lu pkts %12lu bytes\n", id,
+			       (unsigned long)c.pkts, (unsigned long)c.bytes);
+		}
+	}
+}
+
+static void print_counters(const struct run_state *st)
+{
+	struct dpflow_ctx *ctx = st->ctx;
 	uint64_t drops[DPFLOW_DROP__COUNT];
 
 	printf("ports:\n");
@@ -53,6 +221,7 @@ static void print_counters(struct dpflow_ctx *ctx)
 		       dpflow_pipe_name(pipe), dpflow_pipe_type_name(cfg->type),
 		       (unsigned long)s.pkts, (unsigned long)s.hits,
 		       (unsigned long)s.misses, dpflow_pipe_entry_count(pipe));
+		print_pipe_extras(st, i, cfg, &s);
 		if (!cfg->monitor.counter)
 			continue;
 		for (uint32_t k = 0; k < dpflow_pipe_size(pipe); k++) {
@@ -67,6 +236,8 @@ static void print_counters(struct dpflow_ctx *ctx)
 			       (unsigned long)c.pkts, (unsigned long)c.bytes);
 		}
 	}
+	/* drops stay last: scripts read them to the end */
+	print_ctx_extras(st);
 	dpflow_ctx_drops(ctx, drops);
 	printf("drops:\n");
 	for (unsigned d = 1; d < DPFLOW_DROP__COUNT; d++)
@@ -77,16 +248,24 @@ static void print_counters(struct dpflow_ctx *ctx)
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: dpflow run CONFIG.yaml [--target cpu|gpu] "
-		"[--duration S] [--pool N]\n"
-		"\n"
-		"Run the data plane described by CONFIG.yaml (docs/config.md)\n"
-		"until its inputs are exhausted, S seconds pass, or SIGINT or\n"
-		"SIGTERM arrives; then print the counters and exit 0.\n"
-		"  --target T    cpu (default); gpu is not built yet\n"
-		"  --duration S  stop after S seconds\n"
-		"  --pool N      packet buffers (default 8192)\n");
+	fprintf(
+	    out,
+	    "usage: dpflow run CONFIG.yaml [--target cpu|gpu] "
+	    "[--duration S] [--pool N]\n"
+	    "\n"
+	    "Run the data plane described by CONFIG.yaml (docs/config.md)\n"
+	    "until its inputs are exhausted, S seconds pass, or SIGINT or\n"
+	    "SIGTERM arrives; then print the counters and exit 0.\n"
+	    "  --target T    cpu (default); gpu is not built yet\n"
+	    "  --duration S  stop after S seconds\n"
+	    "  --pool N      packet buffers (default 8192)\n"
+	    "\n"
+	    "Configs may forward to the software handler 'count' (counts\n"
+	    "and frees packets). RSS queues are drained after each burst\n"
+	    "and counted per queue; every 100 ms pipes with aging are aged\n"
+	    "and their aged-out entries removed. The counters include the\n"
+	    "meter colours, connections of ct pipes, RSS queues, the\n"
+	    "count handler, shared counters and aged-out entries.\n");
 }
 
 int cmd_run(int argc, char **argv)
@@ -98,11 +277,15 @@ int cmd_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	static struct run_state st;
+	struct dpflow_handler_def handlers[] = {
+	    {"count", count_handler, &st.handler_pkts},
+	};
 	struct dpflow_config_opts copts = {0};
 	struct dpflow_error err = {0};
 	struct dpflow_ctx *ctx;
 	double duration = 0;
-	uint64_t deadline = 0;
+	uint64_t deadline = 0, next_age;
 	char *end;
 	int c;
 
@@ -159,19 +342,31 @@ int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	memset(&st, 0, sizeof(st));
+	copts.handlers = handlers;
+	copts.n_handlers = 1;
 	ctx = dpflow_config_load(argv[optind], &copts, &err);
 	if (!ctx) {
 		fprintf(stderr, "dpflow run: %s\n", err.msg);
+		return 1;
+	}
+	st.ctx = ctx;
+	st.q = dpflow_queue_create(ctx, &err);
+	if (!st.q) {
+		fprintf(stderr, "dpflow run: %s\n", err.msg);
+		dpflow_ctx_destroy(ctx);
 		return 1;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (duration > 0)
 		deadline = dpflow_clock_ns() + (uint64_t)(duration * 1e9);
+	next_age = dpflow_clock_ns() + RUN_AGE_NS;
 
 	dpflow_ctx_thread_online(ctx);
 	while (!stop_requested) {
 		bool all_done = true;
+		uint64_t now;
 
 		for (unsigned p = 0; p < dpflow_ctx_port_count(ctx); p++) {
 			struct dpflow_port *port = dpflow_ctx_port(ctx, p);
@@ -186,12 +381,19 @@ int cmd_run(int argc, char **argv)
 				dpflow_ctx_process_burst(ctx, (uint16_t)p, idx,
 							 n);
 		}
+		drain_rss(&st);
 		dpflow_ctx_quiescent(ctx);
-		if (all_done || (deadline && dpflow_clock_ns() >= deadline))
+		now = dpflow_clock_ns();
+		if (now >= next_age) {
+			age_pipes(&st);
+			next_age = now + RUN_AGE_NS;
+		}
+		if (all_done || (deadline && now >= deadline))
 			break;
 	}
 	dpflow_ctx_thread_offline(ctx);
-	print_counters(ctx);
+	print_counters(&st);
+	dpflow_queue_destroy(st.q);
 	dpflow_ctx_destroy(ctx);
 	return 0;
 }
