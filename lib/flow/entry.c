@@ -120,7 +120,8 @@ struct dpflow_entry *dpflow_entry_add(struct dpflow_queue *q,
 	e->cfg = *cfg;
 	e->encap = NULL;
 	e->replaces = NULL;
-	e->pkts = e->bytes = 0;
+	pipe->dp[e->index].pkts = 0;
+	pipe->dp[e->index].bytes = 0;
 	op->add = true;
 	op->e = e;
 	op->user = user;
@@ -428,9 +429,13 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 			op->e->state = ENTRY_ACTIVE;
 			pipe->n_active++;
 			if (old) { /* an update: the old entry's counts */
-				__atomic_fetch_add(&op->e->pkts, old->pkts,
+				struct entry_dp *n = &pipe->dp[op->e->index];
+				const struct entry_dp *o =
+				    &pipe->dp[old->index];
+
+				__atomic_fetch_add(&n->pkts, o->pkts,
 						   __ATOMIC_RELAXED);
-				__atomic_fetch_add(&op->e->bytes, old->bytes,
+				__atomic_fetch_add(&n->bytes, o->bytes,
 						   __ATOMIC_RELAXED);
 				op->e->replaces = NULL;
 			}
@@ -450,7 +455,9 @@ int dpflow_entry_counter(const struct dpflow_entry *e, struct dpflow_counter *c)
 {
 	if (!e)
 		return -EINVAL;
-	c->pkts = __atomic_load_n(&e->pkts, __ATOMIC_RELAXED);
-	c->bytes = __atomic_load_n(&e->bytes, __ATOMIC_RELAXED);
+	c->pkts =
+	    __atomic_load_n(&e->pipe->dp[e->index].pkts, __ATOMIC_RELAXED);
+	c->bytes =
+	    __atomic_load_n(&e->pipe->dp[e->index].bytes, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -71,17 +71,25 @@ struct dpflow_entry {
 	struct dpflow_entry_cfg cfg;
 	/* the outer headers of a per-entry ENCAP, built from cfg.encap */
 	struct dpflow_edit_encap *encap;
-	/* monitor, resolved from the entry and the pipe when published:
-	 * meter (0: none; i + 1: the pipe's meter i, or with @meter_shared
-	 * the context's shared meter i), shared counter (0: none, else id) */
-	uint32_t meter;
-	bool meter_shared;
-	uint32_t shared_counter;
 	/* an update's old entry: its counters, carried into this one */
 	struct dpflow_entry *replaces;
-	/* data path: written by data threads with relaxed atomics */
+};
+
+/*
+ * What every hit of an entry touches, packed apart from the entry (whose
+ * config is half a kilobyte) so that a burst's hits cost one prefetched
+ * line each: counters (relaxed atomics, data threads), and the monitor
+ * resolved when the entry is published: meter (0: none; i + 1: the pipe's
+ * meter i, or with @meter_shared the context's shared meter i), shared
+ * counter (0: none, else its id).
+ */
+struct entry_dp {
 	uint64_t pkts;
 	uint64_t bytes;
+	uint32_t meter;
+	uint32_t shared_counter;
+	uint8_t meter_shared;
+	uint8_t reserved[7];
 };
 
 enum { ENTRY_FREE, ENTRY_PENDING, ENTRY_ACTIVE, ENTRY_REMOVING };
@@ -102,7 +110,11 @@ struct dpflow_pipe {
 	struct dpflow_edit_encap
 	    *encaps[DPFLOW_ACTION_TMPLS_MAX][DPFLOW_ACTIONS_MAX];
 	struct dpflow_entry *entries; /* cfg.size */
-	uint32_t *free_idx;	      /* stack of free entry indices */
+	struct entry_dp *dp;	      /* cfg.size, by entry index */
+	size_t entries_bytes, dp_bytes;
+	/* hits read dp[] (counters or a monitor in use) */
+	bool dp_used;
+	uint32_t *free_idx; /* stack of free entry indices */
 	uint32_t n_free;
 	uint32_t n_active;
 	/* monitor: per-entry meters (cfg.size) and aging slots, live

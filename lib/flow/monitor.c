@@ -53,7 +53,7 @@ int monitor_pipe_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
 
 	if (pipe->cfg.type == DPFLOW_PIPE_CT &&
 	    (mon->meter.alg || mon->aging_ms || mon->counter ||
-	     mon->shared_meter))
+	     mon->shared_counter || mon->shared_meter))
 		return dpflow_error_set(err, EINVAL, "monitor",
 					"pipe '%s': a ct pipe has no entries "
 					"to meter, count or age (connections "
@@ -138,21 +138,24 @@ void monitor_entry_publish(struct dpflow_entry *e, uint64_t now_ns)
 {
 	struct dpflow_pipe *pipe = e->pipe;
 	const struct dpflow_monitor *mon = &pipe->cfg.monitor;
+	struct entry_dp *dp = &pipe->dp[e->index];
 	struct dpflow_meter_params p;
 
-	e->meter = 0;
-	e->meter_shared = false;
+	dp->meter = 0;
+	dp->meter_shared = 0;
 	if (pipe->meters) {
 		monitor_meter_params(
 		    e->cfg.meter.alg ? &e->cfg.meter : &mon->meter, &p, NULL);
 		dpflow_meter_config(pipe->meters, e->index, &p, now_ns, NULL);
-		e->meter = e->index + 1;
+		dp->meter = e->index + 1;
 	} else if (mon->shared_meter) {
-		e->meter = mon->shared_meter;
-		e->meter_shared = true;
+		dp->meter = mon->shared_meter;
+		dp->meter_shared = 1;
 	}
-	e->shared_counter =
+	dp->shared_counter =
 	    e->cfg.shared_counter ? e->cfg.shared_counter : mon->shared_counter;
+	if (dp->shared_counter)
+		pipe->dp_used = true;
 	if (pipe->aging)
 		dpflow_aging_arm(pipe->aging, e->index,
 				 e->cfg.aging_ms ? e->cfg.aging_ms
@@ -178,6 +181,17 @@ static void aged_one(uint32_t idx, uint64_t last_hit_ns, void *arg)
 	struct age_walk *w = arg;
 	struct dpflow_entry *e = &w->pipe->entries[idx];
 
+	if (e->state == ENTRY_REMOVING) {
+		/* queued for removal (or update): not reported, but the scan
+		 * disarmed its slot, so arm it again as it was; should the
+		 * batch fail, the entry still ages (a removal disarms it) */
+		dpflow_aging_arm(w->pipe->aging, idx,
+				 e->cfg.aging_ms
+				     ? e->cfg.aging_ms
+				     : w->pipe->cfg.monitor.aging_ms,
+				 last_hit_ns, NULL);
+		return;
+	}
 	if (e->state != ENTRY_ACTIVE)
 		return;
 	w->n++;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "dpflow/clock.h"
 #include "dpflow/flow.h"
@@ -120,6 +121,29 @@ struct dpflow_ctx *dpflow_ctx_create(const struct dpflow_ctx_params *p,
 	return ctx;
 }
 
+/*
+ * Zeroed memory for per-entry arrays: anonymous mappings (zero pages
+ * until touched), advised for transparent huge pages when large, so a
+ * million entries take few TLB entries and few page faults.
+ */
+static void *big_alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (bytes >= (2u << 20))
+		(void)madvise(p, bytes, MADV_HUGEPAGE);
+	return p;
+}
+
+static void big_free(void *p, size_t bytes)
+{
+	if (p)
+		munmap(p, bytes);
+}
+
 static void pipe_destroy(struct dpflow_pipe *pipe)
 {
 	if (!pipe)
@@ -130,7 +154,8 @@ static void pipe_destroy(struct dpflow_pipe *pipe)
 	monitor_pipe_destroy(pipe);
 	for (uint32_t i = 0; pipe->entries && i < pipe->cfg.size; i++)
 		free(pipe->entries[i].encap);
-	free(pipe->entries);
+	big_free(pipe->entries, pipe->entries_bytes);
+	big_free(pipe->dp, pipe->dp_bytes);
 	free(pipe->free_idx);
 	free(pipe);
 }
@@ -611,12 +636,29 @@ struct dpflow_pipe *dpflow_pipe_create(struct dpflow_ctx *ctx,
 	pipe->cfg.name = pipe->name;
 	snprintf(pipe->name, sizeof(pipe->name), "%s", cfg->name);
 	pipe->id = (uint16_t)ctx->n_pipes;
+	/* a template mask of all zeros means all ones (flow.h) */
+	for (unsigned i = 0;
+	     i < pipe->cfg.match.n && i < DPFLOW_MATCH_FIELDS_MAX; i++) {
+		uint8_t *mask = pipe->cfg.match.f[i].mask;
+		uint8_t any = 0;
+
+		for (unsigned b = 0; b < sizeof(pipe->cfg.match.f[i].mask); b++)
+			any |= mask[b];
+		if (!any)
+			memset(mask, 0xff, sizeof(pipe->cfg.match.f[i].mask));
+	}
 	if (check_match(pipe, err))
 		goto fail;
-	pipe->entries = calloc(cfg->size, sizeof(*pipe->entries));
+	pipe->entries_bytes = (size_t)cfg->size * sizeof(*pipe->entries);
+	pipe->dp_bytes = (size_t)cfg->size * sizeof(*pipe->dp);
+	pipe->entries = big_alloc(pipe->entries_bytes);
+	pipe->dp = big_alloc(pipe->dp_bytes);
 	pipe->free_idx = calloc(cfg->size, sizeof(*pipe->free_idx));
-	if (!pipe->entries || !pipe->free_idx)
+	if (!pipe->entries || !pipe->dp || !pipe->free_idx)
 		goto nomem;
+	pipe->dp_used = cfg->monitor.counter || cfg->monitor.meter.alg ||
+			cfg->monitor.shared_meter ||
+			cfg->monitor.shared_counter || cfg->monitor.aging_ms;
 	for (uint32_t i = 0; i < cfg->size; i++)
 		pipe->free_idx[i] = cfg->size - 1 - i;
 	pipe->n_free = cfg->size;

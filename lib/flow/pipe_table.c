@@ -173,20 +173,23 @@ static int lpm_one(struct dpflow_pipe *pipe, void *img, bool add,
 		   const struct dpflow_entry *e, uint32_t value,
 		   struct dpflow_error *err)
 {
+	uint8_t key[DPFLOW_KEY_MAX];
+
+	/* the template masks, as packets' keys get them */
+	exact_key(pipe, e, key);
 	if (lpm_is_v6(pipe)) {
-		/* exact fields are a fixed prefix of the trie key */
+		/* exact fields are a fixed prefix of the trie key (the rest
+		 * of the 16 bytes is zero) */
 		unsigned exact_bits = 8u * (pipe->key_len - pipe->lpm_bytes);
-		uint8_t key[16] = {0};
 		uint8_t len = (uint8_t)(exact_bits + e->cfg.prefix_len);
 
-		memcpy(key, e->cfg.key, pipe->key_len);
 		return add ? dpflow_lpm6_add(img, key, len, value, err)
 			   : dpflow_lpm6_delete(img, key, len, NULL, err);
 	}
-	return add ? dpflow_lpm4_add(img, be32(e->cfg.key), e->cfg.prefix_len,
-				     value, err)
-		   : dpflow_lpm4_delete(img, be32(e->cfg.key),
-					e->cfg.prefix_len, NULL, err);
+	return add ? dpflow_lpm4_add(img, be32(key), e->cfg.prefix_len, value,
+				     err)
+		   : dpflow_lpm4_delete(img, be32(key), e->cfg.prefix_len, NULL,
+					err);
 }
 
 static int lpm_apply(struct dpflow_pipe *pipe, unsigned which,

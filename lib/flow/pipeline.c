@@ -143,21 +143,24 @@ static void forward(struct dpflow_ctx *ctx, struct scratch *s,
 /* Shared counter, aging and meter of a hit. Returns the packet's colour
  * (GREEN without a meter). */
 static unsigned monitor_hit(struct dpflow_ctx *ctx, struct scratch *s,
-			    struct dpflow_pipe *pipe,
-			    const struct dpflow_entry *e,
-			    struct dpflow_pkt_meta *m)
+			    struct dpflow_pipe *pipe, uint32_t entry,
+			    struct entry_dp *dp, struct dpflow_pkt_meta *m)
 {
 	unsigned color;
 
-	if (e->shared_counter)
-		dpflow_counter_add(ctx->shared_counters, e->shared_counter - 1,
+	if (pipe->cfg.monitor.counter) {
+		__atomic_fetch_add(&dp->pkts, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&dp->bytes, m->data_len, __ATOMIC_RELAXED);
+	}
+	if (dp->shared_counter)
+		dpflow_counter_add(ctx->shared_counters, dp->shared_counter - 1,
 				   m->data_len);
 	if (pipe->aging)
-		dpflow_aging_touch(pipe->aging, e->index, s->now_ns);
-	if (!e->meter)
+		dpflow_aging_touch(pipe->aging, entry, s->now_ns);
+	if (!dp->meter)
 		return DPFLOW_COLOR_GREEN;
 	color = dpflow_meter_color(
-	    e->meter_shared ? ctx->shared_meters : pipe->meters, e->meter - 1,
+	    dp->meter_shared ? ctx->shared_meters : pipe->meters, dp->meter - 1,
 	    s->now_ns, m->data_len, m->color);
 	m->color = (uint8_t)color;
 	__atomic_fetch_add(&pipe->color[color], 1, __ATOMIC_RELAXED);
@@ -266,57 +269,80 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 	__atomic_fetch_add(&pipe->ct_refused, refused, __ATOMIC_RELAXED);
 }
 
+/* Start loading what the hits of a burst will read: their data-path
+ * state and, when the pipe has actions or per-entry forwarding, the
+ * entry's action values and forwarding. */
+static void prefetch_hits(const struct dpflow_pipe *pipe,
+			  const uint32_t *values, uint16_t n, bool need_entry)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		const struct dpflow_entry *e;
+
+		if (values[i] == TABLE_MISS)
+			continue;
+		if (pipe->dp_used)
+			DPFLOW_PREFETCH(&pipe->dp[values[i]]);
+		if (!need_entry)
+			continue;
+		e = &pipe->entries[values[i]];
+		DPFLOW_PREFETCH(&e->cfg.action_tmpl);
+		DPFLOW_PREFETCH(&e->cfg.action_value[0]);
+		DPFLOW_PREFETCH(&e->cfg.fwd);
+	}
+}
+
 static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		     struct dpflow_pipe *pipe, unsigned gen)
 {
-	struct burst_list in = s->pipe_in[pipe->id];
 	const void *image = pipe->images[gen];
+	bool per_entry_fwd = pipe->cfg.fwd.kind == DPFLOW_FWD_PER_ENTRY;
+	bool need_entry = pipe->cfg.n_action_tmpls || per_entry_fwd;
+	uint32_t idxs[DPFLOW_BURST_MAX];
+	uint16_t n = s->pipe_in[pipe->id].n;
 	uint32_t hit = 0;
 
+	memcpy(idxs, s->pipe_in[pipe->id].idx, n * sizeof(idxs[0]));
 	s->pipe_in[pipe->id].n = 0;
-	for (uint16_t i = 0; i < in.n; i++) {
+	for (uint16_t i = 0; i < n; i++) {
 		struct dpflow_pkt_meta *m =
-		    dpflow_pool_meta(ctx->pool, in.idx[i]);
-		const uint8_t *frame = dpflow_pkt_data(ctx->pool, in.idx[i]);
+		    dpflow_pool_meta(ctx->pool, idxs[i]);
+		const uint8_t *frame = dpflow_pkt_data(ctx->pool, idxs[i]);
 
-		if (i + 4 < in.n)
+		if (i + 4 < n)
 			DPFLOW_PREFETCH(
-			    dpflow_pool_meta(ctx->pool, in.idx[i + 4]));
+			    dpflow_pool_meta(ctx->pool, idxs[i + 4]));
 		/* tables read keys in whole words: clear the padding too */
 		memset(s->keys[i], 0, (pipe->key_len + 7u) & ~7u);
 		build_key(pipe, frame, m, s->keys[i]);
 	}
-	pipe->kind->lookup(pipe, image, &s->keys[0][0], in.n, s->values);
+	pipe->kind->lookup(pipe, image, &s->keys[0][0], n, s->values);
+	prefetch_hits(pipe, s->values, n, need_entry);
 
-	for (uint16_t i = 0; i < in.n; i++) {
-		uint32_t idx = in.idx[i];
+	for (uint16_t i = 0; i < n; i++) {
+		uint32_t idx = idxs[i], v = s->values[i];
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
 		const struct dpflow_entry *e;
 		const struct dpflow_fwd *f;
-		unsigned reason, color;
+		unsigned reason, color = DPFLOW_COLOR_GREEN;
 
-		if (s->values[i] == TABLE_MISS ||
+		if (v == TABLE_MISS ||
 		    !const_fields_match(pipe, dpflow_pkt_data(ctx->pool, idx),
 					m)) {
 			forward(ctx, s, &pipe->cfg.miss_fwd, idx, true);
 			continue;
 		}
 		hit++;
-		e = &pipe->entries[s->values[i]];
-		if (pipe->cfg.monitor.counter) {
-			__atomic_fetch_add((uint64_t *)&e->pkts, 1,
-					   __ATOMIC_RELAXED);
-			__atomic_fetch_add((uint64_t *)&e->bytes, m->data_len,
-					   __ATOMIC_RELAXED);
+		e = &pipe->entries[v];
+		if (pipe->dp_used)
+			color = monitor_hit(ctx, s, pipe, v, &pipe->dp[v], m);
+		if (pipe->cfg.n_action_tmpls) {
+			reason = flow_actions_apply(ctx, pipe, e, idx);
+			if (reason) {
+				drop_pkt(ctx, s, idx, reason);
+				continue;
+			}
 		}
-		color = monitor_hit(ctx, s, pipe, e, m);
-		reason = flow_actions_apply(ctx, pipe, e, idx);
-		if (reason) {
-			drop_pkt(ctx, s, idx, reason);
-			continue;
-		}
-		f = pipe->cfg.fwd.kind == DPFLOW_FWD_PER_ENTRY ? &e->cfg.fwd
-							       : &pipe->cfg.fwd;
+		f = per_entry_fwd ? &e->cfg.fwd : &pipe->cfg.fwd;
 		if (color != DPFLOW_COLOR_GREEN) {
 			f = color_fwd(pipe, f, color);
 			if (!f || (color == DPFLOW_COLOR_RED &&
@@ -328,9 +354,9 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		}
 		forward(ctx, s, f, idx, false);
 	}
-	__atomic_fetch_add(&pipe->pkts, in.n, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&pipe->pkts, n, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&pipe->hits, hit, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&pipe->misses, in.n - hit, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&pipe->misses, n - hit, __ATOMIC_RELAXED);
 }
 
 uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
