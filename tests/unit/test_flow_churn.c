@@ -163,7 +163,7 @@ struct churn {
 	int stop;
 	unsigned batches, max_batch;
 	uint64_t ops, replaces, updates;
-	char writer_err[256];
+	char writer_err[DPFLOW_ERROR_MSG_MAX + 64];
 	uint8_t *frames; /* every key's frame, FRAME_MAX apart */
 	uint16_t frame_len;
 	struct worker w[WORKERS];
