@@ -120,8 +120,7 @@ struct dpflow_entry *dpflow_entry_add(struct dpflow_queue *q,
 	e->cfg = *cfg;
 	e->encap = NULL;
 	e->replaces = NULL;
-	pipe->dp[e->index].pkts = 0;
-	pipe->dp[e->index].bytes = 0;
+	flow_entry_ctr_zero(pipe, e->index);
 	op->add = true;
 	op->e = e;
 	op->user = user;
@@ -429,14 +428,11 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 			op->e->state = ENTRY_ACTIVE;
 			pipe->n_active++;
 			if (old) { /* an update: the old entry's counts */
-				struct entry_dp *n = &pipe->dp[op->e->index];
-				const struct entry_dp *o =
-				    &pipe->dp[old->index];
+				uint64_t p, b;
 
-				__atomic_fetch_add(&n->pkts, o->pkts,
-						   __ATOMIC_RELAXED);
-				__atomic_fetch_add(&n->bytes, o->bytes,
-						   __ATOMIC_RELAXED);
+				flow_entry_ctr_sum(pipe, old->index, &p, &b);
+				pipe->dp[op->e->index].base_pkts += p;
+				pipe->dp[op->e->index].base_bytes += b;
 				op->e->replaces = NULL;
 			}
 		} else {
@@ -455,9 +451,6 @@ int dpflow_entry_counter(const struct dpflow_entry *e, struct dpflow_counter *c)
 {
 	if (!e)
 		return -EINVAL;
-	c->pkts =
-	    __atomic_load_n(&e->pipe->dp[e->index].pkts, __ATOMIC_RELAXED);
-	c->bytes =
-	    __atomic_load_n(&e->pipe->dp[e->index].bytes, __ATOMIC_RELAXED);
+	flow_entry_ctr_sum(e->pipe, e->index, &c->pkts, &c->bytes);
 	return 0;
 }

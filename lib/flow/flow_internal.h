@@ -84,12 +84,27 @@ struct dpflow_entry {
  * counter (0: none, else its id).
  */
 struct entry_dp {
-	uint64_t pkts;
-	uint64_t bytes;
+	uint64_t base_pkts; /* counts carried over by an update (control) */
+	uint64_t base_bytes;
 	uint32_t meter;
 	uint32_t shared_counter;
 	uint8_t meter_shared;
 	uint8_t reserved[7];
+};
+
+/*
+ * Per-entry counters are sharded by data thread: thread w adds to
+ * ctr[w * size + entry] with plain adds (one writer a shard), readers sum
+ * the shards. Ids 0..FLOW_WORKERS_MAX-2 are a thread's own; threads beyond
+ * share the last shard with atomic adds. The shards are one anonymous
+ * mapping: the pages of unused shards are never touched.
+ */
+#define FLOW_WORKERS_MAX   64
+#define FLOW_WORKER_SHARED (FLOW_WORKERS_MAX - 1)
+
+struct entry_ctr {
+	uint64_t pkts;
+	uint64_t bytes;
 };
 
 enum { ENTRY_FREE, ENTRY_PENDING, ENTRY_ACTIVE, ENTRY_REMOVING };
@@ -102,6 +117,11 @@ struct dpflow_pipe {
 	uint16_t key_len; /* bytes of the per-entry key */
 	uint8_t field_off[DPFLOW_MATCH_FIELDS_MAX]; /* in the key */
 	uint8_t lpm_bytes; /* LPM: bytes of the address (the last field) */
+	/* per template field: key bytes, and whether its mask keeps every
+	 * bit (no masking needed); constant fields in the template */
+	uint8_t field_bytes[DPFLOW_MATCH_FIELDS_MAX];
+	bool field_full_mask[DPFLOW_MATCH_FIELDS_MAX];
+	uint8_t n_const;
 	const struct table_kind *kind;
 	void *images[2];
 	size_t image_size;
@@ -111,9 +131,12 @@ struct dpflow_pipe {
 	    *encaps[DPFLOW_ACTION_TMPLS_MAX][DPFLOW_ACTIONS_MAX];
 	struct dpflow_entry *entries; /* cfg.size */
 	struct entry_dp *dp;	      /* cfg.size, by entry index */
-	size_t entries_bytes, dp_bytes;
-	/* hits read dp[] (counters or a monitor in use) */
+	struct entry_ctr *ctr;	      /* FLOW_WORKERS_MAX shards of cfg.size */
+	size_t entries_bytes, dp_bytes, ctr_bytes;
+	/* hits read dp[] (a meter or shared counter in use); hits go
+	 * through the monitor (dp_used, counters or aging) */
 	bool dp_used;
+	bool monitored;
 	uint32_t *free_idx; /* stack of free entry indices */
 	uint32_t n_free;
 	uint32_t n_active;
@@ -150,6 +173,10 @@ struct dpflow_ctx {
 	unsigned n_pipes;
 	struct dpflow_pipe *pipes[DPFLOW_PIPES_MAX];
 	uint64_t drops[DPFLOW_DROP__COUNT];
+	/* data threads' counter shards: bit w set while id w is taken;
+	 * workers_hi: one more than the highest id ever taken */
+	uint64_t worker_ids;
+	unsigned workers_hi;
 	unsigned n_handlers;
 	struct ctx_handler handlers[DPFLOW_HANDLERS_MAX];
 	/* RSS software queues (multi-producer, single-consumer rings) */
@@ -180,5 +207,11 @@ void monitor_entry_publish(struct dpflow_entry *e, uint64_t now_ns);
 void monitor_entry_retire(struct dpflow_entry *e);
 int monitor_meter_params(const struct dpflow_meter_cfg *c, void *params,
 			 struct dpflow_error *err);
+
+/* Sum of an entry's counter shards (pipe.c); zero them (control thread,
+ * slot not in use). */
+void flow_entry_ctr_sum(const struct dpflow_pipe *pipe, uint32_t entry,
+			uint64_t *pkts, uint64_t *bytes);
+void flow_entry_ctr_zero(struct dpflow_pipe *pipe, uint32_t entry);
 
 #endif /* DPFLOW_FLOW_INTERNAL_H */

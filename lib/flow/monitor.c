@@ -154,8 +154,10 @@ void monitor_entry_publish(struct dpflow_entry *e, uint64_t now_ns)
 	}
 	dp->shared_counter =
 	    e->cfg.shared_counter ? e->cfg.shared_counter : mon->shared_counter;
-	if (dp->shared_counter)
+	if (dp->shared_counter) {
 		pipe->dp_used = true;
+		pipe->monitored = true;
+	}
 	if (pipe->aging)
 		dpflow_aging_arm(pipe->aging, e->index,
 				 e->cfg.aging_ms ? e->cfg.aging_ms

@@ -57,6 +57,44 @@ const char *dpflow_action_name(unsigned kind)
 						      : NULL;
 }
 
+void flow_entry_ctr_sum(const struct dpflow_pipe *pipe, uint32_t entry,
+			uint64_t *pkts, uint64_t *bytes)
+{
+	unsigned hi = __atomic_load_n(&pipe->ctx->workers_hi, __ATOMIC_ACQUIRE);
+	uint64_t p = pipe->dp[entry].base_pkts, b = pipe->dp[entry].base_bytes;
+
+	for (unsigned w = 0; w < FLOW_WORKERS_MAX; w++) {
+		const struct entry_ctr *c =
+		    &pipe->ctr[(size_t)w * pipe->cfg.size + entry];
+
+		if (w >= hi && w != FLOW_WORKER_SHARED)
+			continue;
+		p += __atomic_load_n(&c->pkts, __ATOMIC_RELAXED);
+		b += __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
+	}
+	*pkts = p;
+	*bytes = b;
+}
+
+void flow_entry_ctr_zero(struct dpflow_pipe *pipe, uint32_t entry)
+{
+	unsigned hi = __atomic_load_n(&pipe->ctx->workers_hi, __ATOMIC_ACQUIRE);
+
+	pipe->dp[entry].base_pkts = 0;
+	pipe->dp[entry].base_bytes = 0;
+	for (unsigned w = 0; w < FLOW_WORKERS_MAX; w++) {
+		struct entry_ctr *c =
+		    &pipe->ctr[(size_t)w * pipe->cfg.size + entry];
+
+		if (w >= hi && w != FLOW_WORKER_SHARED)
+			continue;
+		if (c->pkts || c->bytes) { /* leave untouched pages alone */
+			__atomic_store_n(&c->pkts, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&c->bytes, 0, __ATOMIC_RELAXED);
+		}
+	}
+}
+
 /* RSS queues and shared monitor objects of a new context. */
 static int ctx_extras_create(struct dpflow_ctx *ctx,
 			     const struct dpflow_ctx_params *p,
@@ -156,6 +194,7 @@ static void pipe_destroy(struct dpflow_pipe *pipe)
 		free(pipe->entries[i].encap);
 	big_free(pipe->entries, pipe->entries_bytes);
 	big_free(pipe->dp, pipe->dp_bytes);
+	big_free(pipe->ctr, pipe->ctr_bytes);
 	free(pipe->free_idx);
 	free(pipe);
 }
@@ -438,6 +477,12 @@ static int check_match(struct dpflow_pipe *pipe, struct dpflow_error *err)
 				    "field '%s' appears twice",
 				    dpflow_field_name(m->f[i].field));
 		pipe->field_off[i] = (uint8_t)off;
+		pipe->field_bytes[i] = (uint8_t)bytes;
+		pipe->field_full_mask[i] = true;
+		for (unsigned b = 0; b < bytes; b++)
+			if (m->f[i].mask[b] != 0xff)
+				pipe->field_full_mask[i] = false;
+		pipe->n_const += !m->f[i].per_entry;
 		if (m->f[i].per_entry) {
 			off += bytes;
 			n_entry++;
@@ -653,12 +698,16 @@ struct dpflow_pipe *dpflow_pipe_create(struct dpflow_ctx *ctx,
 	pipe->dp_bytes = (size_t)cfg->size * sizeof(*pipe->dp);
 	pipe->entries = big_alloc(pipe->entries_bytes);
 	pipe->dp = big_alloc(pipe->dp_bytes);
+	pipe->ctr_bytes =
+	    (size_t)cfg->size * FLOW_WORKERS_MAX * sizeof(*pipe->ctr);
+	pipe->ctr = big_alloc(pipe->ctr_bytes);
 	pipe->free_idx = calloc(cfg->size, sizeof(*pipe->free_idx));
-	if (!pipe->entries || !pipe->dp || !pipe->free_idx)
+	if (!pipe->entries || !pipe->dp || !pipe->ctr || !pipe->free_idx)
 		goto nomem;
-	pipe->dp_used = cfg->monitor.counter || cfg->monitor.meter.alg ||
-			cfg->monitor.shared_meter ||
-			cfg->monitor.shared_counter || cfg->monitor.aging_ms;
+	pipe->dp_used = cfg->monitor.meter.alg || cfg->monitor.shared_meter ||
+			cfg->monitor.shared_counter;
+	pipe->monitored =
+	    pipe->dp_used || cfg->monitor.counter || cfg->monitor.aging_ms;
 	for (uint32_t i = 0; i < cfg->size; i++)
 		pipe->free_idx[i] = cfg->size - 1 - i;
 	pipe->n_free = cfg->size;

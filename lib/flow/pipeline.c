@@ -42,6 +42,7 @@ struct scratch {
 	struct dpflow_ct_result ct_res[DPFLOW_BURST_MAX];
 	uint32_t ct_user[DPFLOW_BURST_MAX];
 	uint64_t now_ns; /* read once per burst */
+	unsigned worker; /* counter shard (flow_internal.h) */
 };
 
 /* Each data thread's scratch: made when it goes online, freed offline. */
@@ -50,8 +51,12 @@ static __thread struct scratch *thread_scratch;
 static struct scratch *scratch_of(struct dpflow_ctx *ctx)
 {
 	(void)ctx;
-	if (!thread_scratch)
+	if (!thread_scratch) {
 		thread_scratch = calloc(1, sizeof(*thread_scratch));
+		/* not online yet: the shared counter shard until it is */
+		if (thread_scratch)
+			thread_scratch->worker = FLOW_WORKER_SHARED;
+	}
 	return thread_scratch;
 }
 
@@ -70,6 +75,8 @@ static bool const_fields_match(const struct dpflow_pipe *pipe,
 {
 	const struct dpflow_match_tmpl *t = &pipe->cfg.match;
 
+	if (!pipe->n_const)
+		return true;
 	for (unsigned i = 0; i < t->n; i++) {
 		const struct dpflow_match_field *f = &t->f[i];
 		unsigned bytes;
@@ -77,7 +84,7 @@ static bool const_fields_match(const struct dpflow_pipe *pipe,
 
 		if (f->per_entry)
 			continue;
-		bytes = dpflow_field_bytes(f->field);
+		bytes = pipe->field_bytes[i];
 		dpflow_field_get(frame, m, f->field, v);
 		for (unsigned b = 0; b < bytes; b++)
 			if ((v[b] ^ f->value[b]) & f->mask[b])
@@ -95,13 +102,13 @@ static void build_key(const struct dpflow_pipe *pipe, const uint8_t *frame,
 	for (unsigned i = 0; i < t->n; i++) {
 		const struct dpflow_match_field *f = &t->f[i];
 		uint8_t *k = key + pipe->field_off[i];
-		unsigned bytes;
 
 		if (!f->per_entry)
 			continue;
-		bytes = dpflow_field_bytes(f->field);
 		dpflow_field_get(frame, m, f->field, k);
-		for (unsigned b = 0; b < bytes; b++)
+		if (pipe->field_full_mask[i])
+			continue;
+		for (unsigned b = 0; b < pipe->field_bytes[i]; b++)
 			k[b] &= f->mask[b];
 	}
 }
@@ -149,14 +156,34 @@ static unsigned monitor_hit(struct dpflow_ctx *ctx, struct scratch *s,
 	unsigned color;
 
 	if (pipe->cfg.monitor.counter) {
-		__atomic_fetch_add(&dp->pkts, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&dp->bytes, m->data_len, __ATOMIC_RELAXED);
+		struct entry_ctr *c =
+		    &pipe->ctr[(size_t)s->worker * pipe->cfg.size + entry];
+
+		if (DPFLOW_LIKELY(s->worker != FLOW_WORKER_SHARED)) {
+			/* this thread's shard: plain adds (readers see
+			 * whole 64-bit words) */
+			__atomic_store_n(
+			    &c->pkts,
+			    __atomic_load_n(&c->pkts, __ATOMIC_RELAXED) + 1,
+			    __ATOMIC_RELAXED);
+			__atomic_store_n(
+			    &c->bytes,
+			    __atomic_load_n(&c->bytes, __ATOMIC_RELAXED) +
+				m->data_len,
+			    __ATOMIC_RELAXED);
+		} else {
+			__atomic_fetch_add(&c->pkts, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&c->bytes, m->data_len,
+					   __ATOMIC_RELAXED);
+		}
 	}
+	if (pipe->aging)
+		dpflow_aging_touch(pipe->aging, entry, s->now_ns);
+	if (!pipe->dp_used)
+		return DPFLOW_COLOR_GREEN;
 	if (dp->shared_counter)
 		dpflow_counter_add(ctx->shared_counters, dp->shared_counter - 1,
 				   m->data_len);
-	if (pipe->aging)
-		dpflow_aging_touch(pipe->aging, entry, s->now_ns);
 	if (!dp->meter)
 		return DPFLOW_COLOR_GREEN;
 	color = dpflow_meter_color(
@@ -269,28 +296,6 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 	__atomic_fetch_add(&pipe->ct_refused, refused, __ATOMIC_RELAXED);
 }
 
-/* Start loading what the hits of a burst will read: their data-path
- * state and, when the pipe has actions or per-entry forwarding, the
- * entry's action values and forwarding. */
-static void prefetch_hits(const struct dpflow_pipe *pipe,
-			  const uint32_t *values, uint16_t n, bool need_entry)
-{
-	for (uint16_t i = 0; i < n; i++) {
-		const struct dpflow_entry *e;
-
-		if (values[i] == TABLE_MISS)
-			continue;
-		if (pipe->dp_used)
-			DPFLOW_PREFETCH(&pipe->dp[values[i]]);
-		if (!need_entry)
-			continue;
-		e = &pipe->entries[values[i]];
-		DPFLOW_PREFETCH(&e->cfg.action_tmpl);
-		DPFLOW_PREFETCH(&e->cfg.action_value[0]);
-		DPFLOW_PREFETCH(&e->cfg.fwd);
-	}
-}
-
 static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		     struct dpflow_pipe *pipe, unsigned gen)
 {
@@ -316,7 +321,29 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		build_key(pipe, frame, m, s->keys[i]);
 	}
 	pipe->kind->lookup(pipe, image, &s->keys[0][0], n, s->values);
-	prefetch_hits(pipe, s->values, n, need_entry);
+	/* start loading what the hits will read: their counter shard, their
+	 * data-path state and, with actions or per-entry forwarding, the
+	 * entry's values (written out here: GCC drops a call to a function
+	 * that only prefetches, taking it for a pure one) */
+	for (uint16_t i = 0; i < n; i++) {
+		const struct dpflow_entry *e;
+		uint32_t v = s->values[i];
+
+		if (v == TABLE_MISS)
+			continue;
+		if (pipe->cfg.monitor.counter)
+			__builtin_prefetch(
+			    &pipe->ctr[(size_t)s->worker * pipe->cfg.size + v],
+			    1, 3);
+		if (pipe->dp_used)
+			DPFLOW_PREFETCH(&pipe->dp[v]);
+		if (!need_entry)
+			continue;
+		e = &pipe->entries[v];
+		DPFLOW_PREFETCH(&e->cfg.action_tmpl);
+		DPFLOW_PREFETCH(&e->cfg.action_value[0]);
+		DPFLOW_PREFETCH(&e->cfg.fwd);
+	}
 
 	for (uint16_t i = 0; i < n; i++) {
 		uint32_t idx = idxs[i], v = s->values[i];
@@ -333,7 +360,7 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		}
 		hit++;
 		e = &pipe->entries[v];
-		if (pipe->dp_used)
+		if (pipe->monitored)
 			color = monitor_hit(ctx, s, pipe, v, &pipe->dp[v], m);
 		if (pipe->cfg.n_action_tmpls) {
 			reason = flow_actions_apply(ctx, pipe, e, idx);
@@ -446,16 +473,47 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 	return n;
 }
 
+/* Take the lowest free counter shard id, or the shared one. */
+static unsigned worker_id_take(struct dpflow_ctx *ctx)
+{
+	uint64_t ids = __atomic_load_n(&ctx->worker_ids, __ATOMIC_RELAXED);
+
+	for (;;) {
+		uint64_t free_ids = ~ids & ((1ull << FLOW_WORKER_SHARED) - 1);
+		unsigned w, hi;
+
+		if (!free_ids)
+			return FLOW_WORKER_SHARED;
+		w = (unsigned)__builtin_ctzll(free_ids);
+		if (!__atomic_compare_exchange_n(
+			&ctx->worker_ids, &ids, ids | 1ull << w, false,
+			__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		hi = __atomic_load_n(&ctx->workers_hi, __ATOMIC_RELAXED);
+		while (hi < w + 1 && !__atomic_compare_exchange_n(
+					 &ctx->workers_hi, &hi, w + 1, false,
+					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			;
+		return w;
+	}
+}
+
 void dpflow_ctx_thread_online(struct dpflow_ctx *ctx)
 {
-	scratch_of(ctx);
+	struct scratch *s = scratch_of(ctx);
+
+	if (s)
+		s->worker = worker_id_take(ctx);
 	rcu_register_thread();
 }
 
 void dpflow_ctx_thread_offline(struct dpflow_ctx *ctx)
 {
-	(void)ctx;
 	rcu_unregister_thread();
+	if (thread_scratch && thread_scratch->worker != FLOW_WORKER_SHARED)
+		__atomic_fetch_and(&ctx->worker_ids,
+				   ~(1ull << thread_scratch->worker),
+				   __ATOMIC_RELEASE);
 	free(thread_scratch);
 	thread_scratch = NULL;
 }
