@@ -21,16 +21,16 @@
 
 struct queued_op {
 	bool add;
+	int status;
 	struct dpflow_entry *e;
 	void *user;
-	int status;
-	struct dpflow_error err;
 };
 
 struct dpflow_queue {
 	struct dpflow_ctx *ctx;
 	unsigned n, cap;
 	struct queued_op *ops;
+	struct dpflow_error err; /* of the op whose status is ERROR */
 };
 
 struct dpflow_queue *dpflow_queue_create(struct dpflow_ctx *ctx,
@@ -276,6 +276,17 @@ static int validate(struct dpflow_ctx *ctx, struct dpflow_entry *e,
 	return entry_encap(e, err);
 }
 
+/* How many of the batch's operations are on @pipe. */
+static size_t pipe_ops(const struct dpflow_queue *q,
+		       const struct dpflow_pipe *pipe)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < q->n; i++)
+		n += q->ops[i].e->pipe == pipe;
+	return n;
+}
+
 /* Apply the batch's ops of @pipe (in queue order) to image @which. */
 static int apply_pipe(struct dpflow_queue *q, struct dpflow_pipe *pipe,
 		      unsigned which, bool inverse, struct table_op *ops,
@@ -308,7 +319,8 @@ static void finish(struct dpflow_queue *q, dpflow_entry_cb cb)
 		struct queued_op *op = &q->ops[i];
 
 		if (cb)
-			cb(op->e, op->status, op->status ? &op->err : NULL,
+			cb(op->e, op->status,
+			   op->status == DPFLOW_ENTRY_ERROR ? &q->err : NULL,
 			   op->user);
 	}
 	q->n = 0;
@@ -345,11 +357,11 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 		struct queued_op *op = &q->ops[i];
 		bool seen = false;
 
-		if (op->add && validate(ctx, op->e, &op->err)) {
+		if (op->add && validate(ctx, op->e, &q->err)) {
 			op->status = DPFLOW_ENTRY_ERROR;
-			rc = -op->err.code;
+			rc = -q->err.code;
 			if (err)
-				*err = op->err;
+				*err = q->err;
 			abandon(q);
 			finish(q, cb);
 			return rc;
@@ -383,7 +395,7 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 			for (unsigned i = 0; i < q->n; i++)
 				if (q->ops[i].e == bad) {
 					q->ops[i].status = DPFLOW_ENTRY_ERROR;
-					q->ops[i].err = e;
+					q->err = e;
 				}
 			if (err)
 				*err = e;
@@ -408,6 +420,14 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 
 		if (pipe->kind->sync) {
 			pipe->kind->sync(pipe, next, cur);
+			continue;
+		}
+		/* a big batch: copying the image beats replaying it (about
+		 * 100 ns an operation against 10 GB/s) */
+		if (pipe->image_size &&
+		    pipe_ops(q, pipe) >= pipe->image_size / 1024) {
+			memcpy(pipe->images[cur], pipe->images[next],
+			       pipe->image_size);
 			continue;
 		}
 		if (apply_pipe(q, pipe, cur, false, ops, NULL, NULL) &&
