@@ -23,6 +23,7 @@
 #include "flow/table_acl.h"
 
 #include "bench.h"
+#include "bench_common.h"
 #include "bench_dpdk.h"
 
 struct acl_opts {
@@ -34,6 +35,8 @@ struct acl_opts {
 	double seconds;
 	unsigned trials;
 	bool peer;
+	int variants;	  /* BENCH_VARIANT_* */
+	uint32_t packets; /* frames of the pipe variant */
 };
 
 static uint64_t rng_state;
@@ -291,6 +294,237 @@ static double mpps_of(const struct impl *im)
 	       ((double)im->cycles / (double)dpflow_tsc_hz()) / 1e6;
 }
 
+/* ---- pipe level --------------------------------------------------------- */
+
+/* The ACL pipe's per-entry fields: the table's layout, in its order. */
+static const uint16_t pipe_fields[] = {
+    DPFLOW_FIELD_OUTER_IP_PROTO, DPFLOW_FIELD_OUTER_IPV4_SRC,
+    DPFLOW_FIELD_OUTER_IPV4_DST, DPFLOW_FIELD_OUTER_L4_SPORT,
+    DPFLOW_FIELD_OUTER_L4_DPORT};
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* Rule @r as a pipe entry: masks for proto and prefixes, port ranges. */
+static void rule_entry(const struct bench_acl_rule *r,
+		       struct dpflow_entry_cfg *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->key[0] = r->proto;
+	e->mask[0] = r->proto_mask;
+	put_be32(e->key + 1, r->src);
+	put_be32(e->mask + 1,
+		 r->src_len ? ~(uint32_t)((1ull << (32 - r->src_len)) - 1) : 0);
+	put_be32(e->key + 5, r->dst);
+	put_be32(e->mask + 5,
+		 r->dst_len ? ~(uint32_t)((1ull << (32 - r->dst_len)) - 1) : 0);
+	e->range_set = 1u << 3 | 1u << 4;
+	e->range_lo[3] = r->sport_lo;
+	e->range_hi[3] = r->sport_hi;
+	e->range_lo[4] = r->dport_lo;
+	e->range_hi[4] = r->dport_hi;
+	e->priority = r->rank;
+}
+
+#ifdef DPFLOW_HAVE_DPDK
+struct peer_pass {
+	struct bench_dpdk_acl *a;
+	struct bench_dpdk_pkts *p;
+	uint32_t burst;
+	uint64_t hits, sink;
+};
+
+static uint64_t peer_pipe_pass(void *arg)
+{
+	struct peer_pass *pp = (struct peer_pass *)arg;
+
+	return bench_dpdk_acl_pipe(pp->a, pp->p, pp->burst, &pp->hits);
+}
+
+static uint64_t peer_parse_pass(void *arg)
+{
+	struct peer_pass *pp = (struct peer_pass *)arg;
+
+	return bench_dpdk_pkts_parse(pp->p, pp->burst, &pp->sink);
+}
+#endif
+
+/*
+ * The ACL pipe through the flow engine: the same rules as entries of one
+ * batch, --packets frames of keys drawn as the table variant draws them
+ * (protocols other than TCP and UDP become one of those: frames are
+ * TCP or UDP), in bursts through dpflow_ctx_process_burst(); the peer is
+ * rte_net_get_ptype + the 5-tuple + rte_acl_classify, each of its methods
+ * in turn, the fastest reported. @img answers for the check; @a is the
+ * peer's classifier or NULL; @table_cpp the table variant's cycles.
+ */
+static int run_pipe(const struct acl_opts *o, const struct bench_acl_rule *br,
+		    const struct dpflow_acl_image *img, void *a,
+		    double table_cpp)
+{
+	struct bench_pipe bp;
+	struct dpflow_pipe_cfg c;
+	struct dpflow_entry_cfg e;
+	struct bench_best best = {0}, sbest = {0}, psbest = {0};
+	struct bench_best pbest[4];
+	uint32_t n = o->packets, used = n - n % o->burst, expect;
+	uint32_t *keys = calloc((size_t)n * 5, sizeof(*keys));
+	const uint32_t **kp = calloc(n, sizeof(*kp));
+	uint32_t *res = calloc(n, sizeof(*res));
+	const uint8_t **frames = calloc(n, sizeof(*frames));
+	uint16_t *lens = calloc(n, sizeof(*lens));
+	const char *names[4] = {NULL, NULL, NULL, NULL};
+	static char pname[48];
+	unsigned nm = 0, pm = 0;
+	uint64_t hits = 0, misses = 0, t0;
+	char variant[32];
+	int rc = 1;
+#ifdef DPFLOW_HAVE_DPDK
+	struct peer_pass pp = {(struct bench_dpdk_acl *)a, NULL, o->burst, 0,
+			       0};
+#else
+	(void)a;
+#endif
+
+	memset(&bp, 0, sizeof(bp));
+	memset(pbest, 0, sizeof(pbest));
+	if (!keys || !kp || !res || !frames || !lens) {
+		fprintf(stderr, "bench acl: out of memory\n");
+		goto out;
+	}
+	bench_pipe_cfg(&c, "acl", DPFLOW_PIPE_ACL, o->rules, pipe_fields,
+		       DPFLOW_ARRAY_SIZE(pipe_fields));
+	if (bench_pipe_create(&bp, &c, n))
+		goto out;
+	t0 = dpflow_tsc();
+	for (uint32_t i = 0; i < o->rules; i++) {
+		rule_entry(&br[i], &e);
+		if (bench_pipe_add(&bp, &e))
+			goto out;
+	}
+	if (bench_pipe_commit(&bp))
+		goto out;
+	printf("# pipe: %u rules added in one batch in %.3f s\n", o->rules,
+	       (double)(dpflow_tsc() - t0) / (double)dpflow_tsc_hz());
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t *k = keys + (size_t)i * 5;
+		struct bench_flow f;
+
+		make_key(br, o->rules, o->match_pct, k);
+		if (k[0] != 6 && k[0] != 17)
+			k[0] = rng_below(2) ? 17 : 6;
+		kp[i] = k;
+		f.proto = (uint8_t)k[0];
+		put_be32(f.src, k[1]);
+		put_be32(f.dst, k[2]);
+		f.sport = (uint16_t)k[3];
+		f.dport = (uint16_t)k[4];
+		if (bench_pipe_set_pkt(&bp, i, &f))
+			goto out;
+	}
+	expect = dpflow_acl_classify(img, kp, used, res);
+	bench_pipe_frames(&bp, frames, lens);
+	bp.burst = o->burst;
+	bench_pipe_online(&bp);
+	bench_pipe_pass(&bp);
+	bench_pipe_stats(&bp, &hits, &misses);
+	if (hits != expect || hits + misses != used) {
+		fprintf(stderr,
+			"bench acl: pipe: %llu hits, %llu misses; the table "
+			"says %u hits of %u\n",
+			(unsigned long long)hits, (unsigned long long)misses,
+			expect, used);
+		goto out;
+	}
+	printf("# pipe: %u frames, %.1f%% match a rule\n", n,
+	       100.0 * expect / used);
+#ifdef DPFLOW_HAVE_DPDK
+	if (pp.a)
+		pp.p = bench_dpdk_pkts_create(frames, lens, n);
+	if (pp.p) {
+		nm = bench_dpdk_acl_methods(pp.a, names, 4);
+		for (unsigned m = 0; m < nm && m < 4; m++) {
+			uint64_t got;
+
+			bench_dpdk_acl_set_method(pp.a, m);
+			pp.hits = 0;
+			got = peer_pipe_pass(&pp);
+			if (got != used || pp.hits != expect) {
+				fprintf(stderr,
+					"bench acl: peer pipe (%s): %llu hits "
+					"of %llu, expected %u\n",
+					names[m], (unsigned long long)pp.hits,
+					(unsigned long long)got, expect);
+				goto out;
+			}
+		}
+	}
+#endif
+	for (unsigned t = 0; t < o->trials; t++) {
+		bench_pair_run(bench_pipe_pass, &bp, NULL, NULL, 1, o->seconds,
+			       &best, NULL);
+#ifdef DPFLOW_HAVE_DPDK
+		for (unsigned m = 0; m < nm && m < 4; m++) {
+			bench_dpdk_acl_set_method(pp.a, m);
+			bench_pair_run(peer_pipe_pass, &pp, NULL, NULL, 1,
+				       o->seconds, &pbest[m], NULL);
+		}
+#endif
+	}
+	for (unsigned m = 0; m < nm && m < 4; m++) {
+		printf("# pipe: dpdk ptype + rte_acl %-10s %8.2f Mpps  %8.2f "
+		       "cycles/pkt  dpflow %.2fx\n",
+		       names[m], bench_best_mpps(&pbest[m]),
+		       bench_best_cpp(&pbest[m]),
+		       bench_best_mpps(&best) / bench_best_mpps(&pbest[m]));
+		if (bench_best_mpps(&pbest[m]) > bench_best_mpps(&pbest[pm]))
+			pm = m;
+	}
+	if (nm)
+		snprintf(pname, sizeof(pname), "dpdk-ptype+rte_acl-%s",
+			 names[pm]);
+	snprintf(variant, sizeof(variant), "pipe-%ur-b%u", o->rules, o->burst);
+	bench_report_best("acl-10k", variant, &best, nm ? pname : NULL,
+			  &pbest[pm], 64);
+#ifdef DPFLOW_HAVE_DPDK
+	bench_pair_run(bench_pipe_parse_pass, &bp, nm ? peer_parse_pass : NULL,
+		       &pp, o->trials < 20 ? o->trials : 20, o->seconds, &sbest,
+		       &psbest);
+#else
+	bench_pair_run(bench_pipe_parse_pass, &bp, NULL, NULL,
+		       o->trials < 20 ? o->trials : 20, o->seconds, &sbest,
+		       &psbest);
+#endif
+	printf("# stages, cycles/pkt: dpflow pipe %.1f = parse %.1f",
+	       bench_best_cpp(&best), bench_best_cpp(&sbest));
+	if (table_cpp > 0)
+		printf(" + table %.1f (table variant) + rest %.1f", table_cpp,
+		       bench_best_cpp(&best) - bench_best_cpp(&sbest) -
+			   table_cpp);
+	if (nm)
+		printf("; peer %.1f = ptype+extract %.1f + rest %.1f",
+		       bench_best_cpp(&pbest[pm]), bench_best_cpp(&psbest),
+		       bench_best_cpp(&pbest[pm]) - bench_best_cpp(&psbest));
+	printf("\n");
+	rc = 0;
+out:
+#ifdef DPFLOW_HAVE_DPDK
+	bench_dpdk_pkts_destroy(pp.p);
+#endif
+	bench_pipe_destroy(&bp);
+	free(keys);
+	free(kp);
+	free(res);
+	free(frames);
+	free(lens);
+	return rc;
+}
+
 static int run(const struct acl_opts *o)
 {
 	struct bench_acl_rule *br =
@@ -405,7 +639,8 @@ static int run(const struct acl_opts *o)
 #endif
 	/* trials take turns, so that every implementation sees the same
 	 * machine (others' load comes and goes) */
-	for (unsigned t = 0; t < o->trials; t++)
+	for (unsigned t = 0;
+	     (o->variants & BENCH_VARIANT_TABLE) && t < o->trials; t++)
 		for (unsigned k = 0; k < n_impls; k++) {
 #ifdef DPFLOW_HAVE_DPDK
 			if (impls[k].method >= 0)
@@ -414,7 +649,8 @@ static int run(const struct acl_opts *o)
 #endif
 			trial(&impls[k], o);
 		}
-	for (unsigned k = 1; k < n_impls; k++) {
+	for (unsigned k = 1; (o->variants & BENCH_VARIANT_TABLE) && k < n_impls;
+	     k++) {
 		printf("# rte_acl %-10s %8.2f Mpps  %8.2f cycles/key  "
 		       "dpflow %.2fx\n",
 		       impls[k].name, mpps_of(&impls[k]),
@@ -438,7 +674,20 @@ static int run(const struct acl_opts *o)
 	best.tsc_cycles = impls[0].cycles;
 	best.seconds = (double)best.tsc_cycles / (double)dpflow_tsc_hz();
 	best.bytes = best.pkts * 64; /* as 64-byte frames */
-	bench_report(&best);
+	if (o->variants & BENCH_VARIANT_TABLE)
+		bench_report(&best);
+	if (o->variants & BENCH_VARIANT_PIPE) {
+		void *pa = NULL;
+
+#ifdef DPFLOW_HAVE_DPDK
+		pa = a;
+#endif
+		if (run_pipe(o, br, img, pa,
+			     best.pkts
+				 ? (double)best.tsc_cycles / (double)best.pkts
+				 : 0))
+			goto out;
+	}
 	rc = 0;
 out:
 #ifdef DPFLOW_HAVE_DPDK
@@ -462,11 +711,29 @@ static void usage(FILE *out)
 	    "                            [--match-pct P] [--seed N]\n"
 	    "                            [--seconds S] [--trials N] "
 	    "[--no-peer]\n"
+	    "                            [--variant V] [--packets N]\n"
 	    "\n"
-	    "Classify IPv4 5-tuple keys against ClassBench-style ACL rules\n"
-	    "(prefixes, protocol, port ranges), in memory, on this core.\n"
-	    "Reports the best of the trials, and the same for DPDK's rte_acl\n"
-	    "when built with DPDK.\n"
+	    "ClassBench-style IPv4 5-tuple ACL rules (prefixes, protocol, "
+	    "port\n"
+	    "ranges), in memory, on this core. Two variants, each reporting "
+	    "the best\n"
+	    "of the trials beside DPDK's in the same run (rte_acl, fastest "
+	    "method):\n"
+	    "  table  the ACL table alone classifying packed keys; peer\n"
+	    "         rte_acl_classify on the same keys.\n"
+	    "  pipe   the flow engine: an ACL root pipe holding the same "
+	    "rules (one\n"
+	    "         batch of entries), --packets 64-byte Eth/IPv4/TCP|UDP "
+	    "frames of\n"
+	    "         keys drawn the same way through "
+	    "dpflow_ctx_process_burst() in\n"
+	    "         bursts of --burst (<= 64), hits and misses to a "
+	    "handler that\n"
+	    "         keeps them (re-parsed every pass); peer "
+	    "rte_net_get_ptype +\n"
+	    "         5-tuple read + rte_acl_classify. A '# stages' line "
+	    "splits the\n"
+	    "         cycles.\n"
 	    "  --rules N      rules (default 10000)\n"
 	    "  --keys N       keys, visited in bursts (default 65536)\n"
 	    "  --burst N      keys per classify call, <= 256 (default 64)\n"
@@ -475,7 +742,9 @@ static void usage(FILE *out)
 	    "  --seconds S    length of one trial (default 0.01)\n"
 	    "  --trials N     trials, taking turns with the peer (default "
 	    "100)\n"
-	    "  --no-peer      skip the DPDK rte_acl peer\n");
+	    "  --no-peer      skip the DPDK rte_acl peer\n"
+	    "  --variant V    table, pipe or all (default all)\n"
+	    "  --packets N    frames of the pipe variant (default 65536)\n");
 }
 
 int bench_acl(int argc, char **argv)
@@ -489,10 +758,13 @@ int bench_acl(int argc, char **argv)
 	    {"seconds", required_argument, NULL, 's'},
 	    {"trials", required_argument, NULL, 't'},
 	    {"no-peer", no_argument, NULL, 'n'},
+	    {"variant", required_argument, NULL, 'V'},
+	    {"packets", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct acl_opts o = {10000, 65536, 64, 50, 1, 0.01, 100, true};
+	struct acl_opts o = {
+	    10000, 65536, 64, 50, 1, 0.01, 100, true, BENCH_VARIANT_ALL, 65536};
 	char *end;
 	int c, li = 0;
 
@@ -511,6 +783,12 @@ int bench_acl(int argc, char **argv)
 		if (c == '?') {
 			usage(stderr);
 			return 2;
+		}
+		if (c == 'V') {
+			o.variants = bench_variant_parse(optarg);
+			if (o.variants < 0)
+				goto bad;
+			continue;
 		}
 		if (c == 's') {
 			o.seconds = strtod(optarg, &end);
@@ -539,8 +817,16 @@ int bench_acl(int argc, char **argv)
 			o.keys = (uint32_t)v;
 		else if (c == 'b')
 			o.burst = (uint32_t)v;
+		else if (c == 'P')
+			o.packets = (uint32_t)v;
 		else
 			o.trials = (unsigned)v;
+	}
+	if ((o.variants & BENCH_VARIANT_PIPE) &&
+	    (o.burst > 64 || o.burst > o.packets)) {
+		fprintf(stderr, "bench acl: the pipe variant needs --burst "
+				"<= 64 and <= --packets\n");
+		return 2;
 	}
 	if (o.burst > DPFLOW_BURST_MAX || o.burst > o.keys) {
 		fprintf(stderr,

@@ -20,7 +20,7 @@ int bench_dpdk_parse(const uint8_t *const *frames, const uint16_t *lens,
 
 /* One IPv4 5-tuple rule of `dpflow bench acl-10k` (host byte order). */
 struct bench_acl_rule {
-	uint32_t src, dst;	/* prefixes */
+	uint32_t src, dst; /* prefixes */
 	uint8_t src_len, dst_len;
 	uint8_t proto, proto_mask; /* mask 0xff or 0 (any) */
 	uint16_t sport_lo, sport_hi, dport_lo, dport_hi;
@@ -58,11 +58,9 @@ void bench_dpdk_acl_answers(struct bench_dpdk_acl *a, uint32_t *results);
  * *@failed. Returns NULL if DPDK could not be set up.
  */
 struct bench_dpdk_exact;
-struct bench_dpdk_exact *bench_dpdk_exact_create(const uint8_t *keys,
-						 uint32_t n, uint32_t key_len,
-						 unsigned trials,
-						 double *insert_s,
-						 uint32_t *failed);
+struct bench_dpdk_exact *
+bench_dpdk_exact_create(const uint8_t *keys, uint32_t n, uint32_t key_len,
+			unsigned trials, double *insert_s, uint32_t *failed);
 /* 0 if every key finds its own index, else -1. */
 int bench_dpdk_exact_check(struct bench_dpdk_exact *e, const uint8_t *keys,
 			   uint32_t n);
@@ -71,10 +69,10 @@ int bench_dpdk_exact_check(struct bench_dpdk_exact *e, const uint8_t *keys,
  * contiguous), @burst (<= 64) at a time, wrapping, for @seconds. Returns
  * the TSC ticks taken; *@lookups, *@hits, and a data sum added to *@sink.
  */
-uint64_t bench_dpdk_exact_run(struct bench_dpdk_exact *e,
-			      const uint8_t *stream, uint32_t n_stream,
-			      uint32_t burst, double seconds, uint64_t *lookups,
-			      uint64_t *hits, uint64_t *sink);
+uint64_t bench_dpdk_exact_run(struct bench_dpdk_exact *e, const uint8_t *stream,
+			      uint32_t n_stream, uint32_t burst, double seconds,
+			      uint64_t *lookups, uint64_t *hits,
+			      uint64_t *sink);
 void bench_dpdk_exact_destroy(struct bench_dpdk_exact *e);
 
 /*
@@ -128,5 +126,33 @@ uint64_t bench_dpdk_ct_run(struct bench_dpdk_ct *c, const uint8_t *stream,
 			   uint32_t n_stream, uint32_t burst, double seconds,
 			   uint64_t *lookups, uint64_t *hits);
 void bench_dpdk_ct_destroy(struct bench_dpdk_ct *c);
+
+/*
+ * Pipe-level peers (`--variant pipe`): the same frames as dpflow's packets,
+ * copied into mbufs (bench_parse_dpdk.c); NULL if DPDK could not be set
+ * up. Each _pipe function makes one pass over all the packets in bursts
+ * of @burst (<= 64): rte_net_get_ptype(), the IPv4 5-tuple read at the
+ * offsets it returns, the table's bulk lookup, and (exact) a packet and
+ * byte counter per entry. It returns the packets handled and adds the hits
+ * to *@hits. bench_dpdk_pkts_parse() does the parse and the read alone.
+ */
+struct bench_dpdk_pkts;
+struct bench_dpdk_pkts *bench_dpdk_pkts_create(const uint8_t *const *frames,
+					       const uint16_t *lens,
+					       uint32_t n);
+void bench_dpdk_pkts_destroy(struct bench_dpdk_pkts *p);
+uint64_t bench_dpdk_pkts_parse(struct bench_dpdk_pkts *p, uint32_t burst,
+			       uint64_t *sink);
+uint64_t bench_dpdk_exact_pipe(struct bench_dpdk_exact *e,
+			       struct bench_dpdk_pkts *p, uint32_t burst,
+			       uint64_t *hits);
+/* Packets counted by the exact peer's per-entry counters so far. */
+uint64_t bench_dpdk_exact_counted(const struct bench_dpdk_exact *e);
+uint64_t bench_dpdk_acl_pipe(struct bench_dpdk_acl *a,
+			     struct bench_dpdk_pkts *p, uint32_t burst,
+			     uint64_t *hits);
+uint64_t bench_dpdk_lpm4_pipe(const struct bench_dpdk_lpm4 *h,
+			      struct bench_dpdk_pkts *p, uint32_t burst,
+			      uint64_t *hits);
 
 #endif /* DPFLOW_BENCH_DPDK_H */

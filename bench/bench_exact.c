@@ -25,6 +25,7 @@
 #include "flow/table_exact.h"
 
 #include "bench.h"
+#include "bench_common.h"
 #ifdef DPFLOW_HAVE_DPDK
 #include "bench_dpdk.h"
 #endif
@@ -43,15 +44,22 @@ struct exact_opts {
 	int dist;
 	double zipf_s;
 	uint64_t seed;
-	bool peer; /* run the DPDK peer when built with it */
-	bool thp;  /* dpflow's image in transparent huge pages */
+	int variants;	   /* BENCH_VARIANT_* */
+	uint32_t packets;  /* frames of the pipe variant */
+	bool peer;	   /* run the DPDK peer when built with it */
+	bool thp;	   /* dpflow's image in transparent huge pages */
+	bool pipe_counter; /* the pipe's per-entry counters */
 };
 
 /* The peer's state, when there is one. */
 struct peer {
 	void *h; /* struct bench_dpdk_exact */
 	const char *name;
+	double insert_mpps; /* rte_hash_add_key_data, best fill */
 };
+
+/* Cycles per lookup of the table variant (uniform), for the stage line. */
+static double table_cpp;
 
 static uint64_t rng_state;
 
@@ -253,6 +261,8 @@ static int run_lookups(const struct exact_opts *o,
 			 o->burst);
 	else
 		snprintf(variant, sizeof(variant), "uniform-b%u", o->burst);
+	if (!zipf)
+		table_cpp = (double)best.tsc_cycles / (double)best.pkts;
 	best.workload = "exact-1m";
 	best.variant = variant;
 	best.seconds = (double)best.tsc_cycles / (double)dpflow_tsc_hz();
@@ -327,13 +337,224 @@ static int fill(const struct exact_opts *o, struct dpflow_exact_image *img,
 	return 0;
 }
 
+/* ---- pipe level --------------------------------------------------------- */
+
+/* The BASIC pipe's per-entry fields, in the order of the table's keys, so
+ * that an entry's key is the first 13 bytes of a table key. */
+static const uint16_t pipe_fields[] = {
+    DPFLOW_FIELD_OUTER_IPV4_SRC, DPFLOW_FIELD_OUTER_IPV4_DST,
+    DPFLOW_FIELD_OUTER_L4_SPORT, DPFLOW_FIELD_OUTER_L4_DPORT,
+    DPFLOW_FIELD_OUTER_IP_PROTO};
+#define PIPE_KEY_LEN 13
+
+/*
+ * A new context whose BASIC pipe gets every key through dpflow_entry_add()
+ * and dpflow_entries_process(), @batch entries a batch; the TSC ticks the
+ * adds and batches took in *@ticks.
+ */
+static int pipe_fill(const struct exact_opts *o, const uint8_t *keys,
+		     uint32_t batch, struct bench_pipe *bp, uint64_t *ticks)
+{
+	struct dpflow_pipe_cfg c;
+	struct dpflow_entry_cfg e;
+	uint64_t start;
+
+	bench_pipe_cfg(&c, "exact", DPFLOW_PIPE_BASIC,
+		       o->capacity ? o->capacity : o->keys, pipe_fields,
+		       DPFLOW_ARRAY_SIZE(pipe_fields));
+	c.monitor.counter = o->pipe_counter;
+	if (bench_pipe_create(bp, &c, o->packets))
+		return -1;
+	memset(&e, 0, sizeof(e));
+	start = dpflow_tsc();
+	for (uint32_t i = 0; i < o->keys; i++) {
+		memcpy(e.key, keys + (size_t)i * KEY_LEN, PIPE_KEY_LEN);
+		if (bench_pipe_add(bp, &e))
+			return -1;
+		if ((i + 1) % batch == 0 || i + 1 == o->keys)
+			if (bench_pipe_commit(bp))
+				return -1;
+	}
+	*ticks = dpflow_tsc() - start;
+	if (dpflow_pipe_entry_count(bp->pipe) != o->keys) {
+		fprintf(stderr, "bench exact: pipe holds %u of %u entries\n",
+			dpflow_pipe_entry_count(bp->pipe), o->keys);
+		return -1;
+	}
+	return 0;
+}
+
+#ifdef DPFLOW_HAVE_DPDK
+struct peer_pass {
+	struct bench_dpdk_exact *e;
+	struct bench_dpdk_pkts *p;
+	uint32_t burst;
+	uint64_t hits, sink;
+};
+
+static uint64_t peer_pipe_pass(void *arg)
+{
+	struct peer_pass *pp = (struct peer_pass *)arg;
+
+	return bench_dpdk_exact_pipe(pp->e, pp->p, pp->burst, &pp->hits);
+}
+
+static uint64_t peer_parse_pass(void *arg)
+{
+	struct peer_pass *pp = (struct peer_pass *)arg;
+
+	return bench_dpdk_pkts_parse(pp->p, pp->burst, &pp->sink);
+}
+#endif
+
+/*
+ * The BASIC pipe through the flow engine: its insertion rate (batches of
+ * 64k entries, then one batch of all), then --packets frames of flows
+ * drawn uniformly from the keys, parsed and matched in bursts, beside
+ * the same work written with DPDK.
+ */
+static int run_pipe(const struct exact_opts *o, const uint8_t *keys,
+		    struct peer *peer)
+{
+	static const uint32_t batches[2] = {65536, 0};
+	struct bench_pipe bp;
+	struct bench_best best = {0}, pbest = {0}, sbest = {0}, psbest = {0};
+	const char *pname = NULL;
+	uint32_t *ord = NULL;
+	const uint8_t **frames = NULL;
+	uint16_t *lens = NULL;
+	uint64_t hits = 0, misses = 0;
+	char variant[32];
+	int rc = 1;
+#ifdef DPFLOW_HAVE_DPDK
+	struct peer_pass pp = {NULL, NULL, o->burst, 0, 0};
+#endif
+
+	memset(&bp, 0, sizeof(bp));
+	for (unsigned b = 0; b < 2; b++) {
+		uint32_t batch = batches[b] ? batches[b] : o->keys;
+		struct bench_best ins = {0};
+
+		for (unsigned t = 0; t < (o->trials < 2 ? o->trials : 2); t++) {
+			uint64_t ticks;
+
+			bench_pipe_destroy(&bp);
+			if (pipe_fill(o, keys, batch, &bp, &ticks))
+				goto out;
+			bench_best_keep(&ins, o->keys, ticks);
+		}
+		if (batch == o->keys)
+			snprintf(variant, sizeof(variant), "pipe-insert-b%u",
+				 batch);
+		else
+			snprintf(variant, sizeof(variant), "pipe-insert-b%uk",
+				 batch >> 10);
+		pbest.pkts = o->keys;
+		pbest.ticks = peer->insert_mpps > 0
+				  ? (uint64_t)((double)o->keys /
+					       (peer->insert_mpps * 1e6) *
+					       (double)dpflow_tsc_hz())
+				  : 0;
+		bench_report_best("exact-1m", variant, &ins,
+				  peer->insert_mpps > 0 ? "dpdk-rte_hash_add"
+							: NULL,
+				  &pbest, 0);
+	}
+	memset(&pbest, 0, sizeof(pbest));
+
+	/* packets of flows drawn uniformly from the entries */
+	ord = make_order(o->keys, o->packets, false, 0);
+	frames = calloc(o->packets, sizeof(*frames));
+	lens = calloc(o->packets, sizeof(*lens));
+	if (!ord || !frames || !lens) {
+		fprintf(stderr, "bench exact: out of memory\n");
+		goto out;
+	}
+	for (uint32_t i = 0; i < o->packets; i++) {
+		const uint8_t *k = keys + (size_t)ord[i] * KEY_LEN;
+		struct bench_flow f;
+
+		memcpy(f.src, k, 4);
+		memcpy(f.dst, k + 4, 4);
+		f.sport = (uint16_t)(k[8] << 8 | k[9]);
+		f.dport = (uint16_t)(k[10] << 8 | k[11]);
+		f.proto = k[12];
+		if (bench_pipe_set_pkt(&bp, i, &f))
+			goto out;
+	}
+	bench_pipe_frames(&bp, frames, lens);
+	bp.burst = o->burst;
+	bench_pipe_online(&bp);
+	/* answers first: every packet must hit */
+	bench_pipe_pass(&bp);
+	bench_pipe_stats(&bp, &hits, &misses);
+	if (misses || hits != o->packets - o->packets % o->burst) {
+		fprintf(stderr, "bench exact: pipe: %llu hits, %llu misses\n",
+			(unsigned long long)hits, (unsigned long long)misses);
+		goto out;
+	}
+#ifdef DPFLOW_HAVE_DPDK
+	if (peer->h) {
+		pp.e = (struct bench_dpdk_exact *)peer->h;
+		pp.p = bench_dpdk_pkts_create(frames, lens, o->packets);
+		if (pp.p) {
+			uint64_t n = peer_pipe_pass(&pp);
+
+			if (pp.hits != n ||
+			    bench_dpdk_exact_counted(pp.e) != n) {
+				fprintf(stderr,
+					"bench exact: peer pipe: %llu hits of "
+					"%llu\n",
+					(unsigned long long)pp.hits,
+					(unsigned long long)n);
+				goto out;
+			}
+			pname = "dpdk-ptype+rte_hash";
+		}
+	}
+	bench_pair_run(bench_pipe_pass, &bp, pname ? peer_pipe_pass : NULL, &pp,
+		       o->trials, o->seconds, &best, &pbest);
+	bench_pair_run(bench_pipe_parse_pass, &bp,
+		       pname ? peer_parse_pass : NULL, &pp, o->trials,
+		       o->seconds / 4, &sbest, &psbest);
+#else
+	bench_pair_run(bench_pipe_pass, &bp, NULL, NULL, o->trials, o->seconds,
+		       &best, &pbest);
+	bench_pair_run(bench_pipe_parse_pass, &bp, NULL, NULL, o->trials,
+		       o->seconds / 4, &sbest, &psbest);
+#endif
+	snprintf(variant, sizeof(variant), "pipe-uniform-b%u", o->burst);
+	bench_report_best("exact-1m", variant, &best, pname, &pbest, 64);
+	printf("# stages, cycles/pkt: dpflow pipe %.1f = parse %.1f",
+	       bench_best_cpp(&best), bench_best_cpp(&sbest));
+	if (table_cpp > 0)
+		printf(" + table %.1f (table variant) + rest %.1f", table_cpp,
+		       bench_best_cpp(&best) - bench_best_cpp(&sbest) -
+			   table_cpp);
+	if (pname)
+		printf("; peer %.1f = ptype+extract %.1f + rest %.1f",
+		       bench_best_cpp(&pbest), bench_best_cpp(&psbest),
+		       bench_best_cpp(&pbest) - bench_best_cpp(&psbest));
+	printf("\n");
+	rc = 0;
+out:
+#ifdef DPFLOW_HAVE_DPDK
+	bench_dpdk_pkts_destroy(pp.p);
+#endif
+	bench_pipe_destroy(&bp);
+	free(ord);
+	free(frames);
+	free(lens);
+	return rc;
+}
+
 static int run(const struct exact_opts *o)
 {
 	uint8_t *keys = malloc((size_t)o->keys * KEY_LEN);
 	struct dpflow_exact_image *img = NULL;
 	struct bench_result ins = {0};
 	struct dpflow_exact_info info;
-	struct peer peer = {NULL, NULL};
+	struct peer peer = {NULL, NULL, 0};
 	int rc = 1;
 
 	rng_state = o->seed;
@@ -368,6 +589,7 @@ static int run(const struct exact_opts *o)
 			peer.name = "dpdk-rte_hash";
 			ins.peer = "dpdk-rte_hash_add";
 			ins.peer_mpps = (double)o->keys / peer_s / 1e6;
+			peer.insert_mpps = ins.peer_mpps;
 		} else if (e) {
 			fprintf(stderr,
 				"bench exact: rte_hash refused %u keys or "
@@ -381,9 +603,15 @@ static int run(const struct exact_opts *o)
 	ins.workload = "exact-1m";
 	ins.variant = "insert-empty";
 	ins.seconds = (double)ins.tsc_cycles / (double)dpflow_tsc_hz();
-	bench_report(&ins);
-	if ((o->dist != DIST_ZIPF && run_lookups(o, img, keys, false, &peer)) ||
-	    (o->dist != DIST_UNIFORM && run_lookups(o, img, keys, true, &peer)))
+	if (o->variants & BENCH_VARIANT_TABLE) {
+		bench_report(&ins);
+		if ((o->dist != DIST_ZIPF &&
+		     run_lookups(o, img, keys, false, &peer)) ||
+		    (o->dist != DIST_UNIFORM &&
+		     run_lookups(o, img, keys, true, &peer)))
+			goto out;
+	}
+	if ((o->variants & BENCH_VARIANT_PIPE) && run_pipe(o, keys, &peer))
 		goto out;
 	rc = 0;
 out:
@@ -407,12 +635,37 @@ static void usage(FILE *out)
 		"[--zipf-s S]\n"
 		"                             [--seconds S] [--trials N] "
 		"[--seed N]\n"
-		"                             [--no-thp] [--no-peer]\n"
+		"                             [--no-thp] [--no-peer] "
+		"[--variant V]\n"
+		"                             [--packets N]\n"
 		"\n"
-		"Exact-match table with 16-byte 5-tuple keys, one core: fill "
-		"rate into an\n"
-		"empty table, then bulk lookups (all hits). Reports the best "
-		"of the trials.\n"
+		"Two variants, one core, best of the trials, each beside its "
+		"DPDK peer\n"
+		"in the same run:\n"
+		"  table  the exact-match table alone, 16-byte 5-tuple keys: "
+		"fill rate into\n"
+		"         an empty table, then bulk lookups (all hits); peer "
+		"rte_hash\n"
+		"         (rte_hash_add_key_data, "
+		"rte_hash_lookup_bulk_data).\n"
+		"  pipe   the flow engine: a BASIC root pipe on the outer "
+		"5-tuple with a\n"
+		"         counter per entry; insertion rate of the keys "
+		"through\n"
+		"         dpflow_entry_add + dpflow_entries_process (batches "
+		"of 64k, then\n"
+		"         one batch of all; peer rte_hash_add_key_data), then "
+		"--packets\n"
+		"         64-byte Eth/IPv4/TCP|UDP frames of uniformly drawn "
+		"flows through\n"
+		"         dpflow_ctx_process_burst() in bursts of --burst, "
+		"hits and misses\n"
+		"         to a handler that keeps them (re-parsed every "
+		"pass); peer\n"
+		"         rte_net_get_ptype + 5-tuple read + "
+		"rte_hash_lookup_bulk_data +\n"
+		"         a counter per entry. A '# stages' line splits the "
+		"cycles.\n"
 		"  --keys N      distinct keys (default 1000000)\n"
 		"  --capacity N  table capacity (default: the key count)\n"
 		"  --burst N     keys per bulk lookup, 1..256 (default 64; "
@@ -424,7 +677,12 @@ static void usage(FILE *out)
 		"  --trials N    trials per workload (default 5)\n"
 		"  --seed N      key and stream generator seed (default 1)\n"
 		"  --no-thp      keep dpflow's image in 4 KiB pages\n"
-		"  --no-peer     skip the DPDK rte_hash peer\n");
+		"  --no-peer     skip the DPDK rte_hash peer\n"
+		"  --variant V   table, pipe or all (default all)\n"
+		"  --packets N   frames of the pipe variant (default 65536)\n"
+		"  --no-counter  pipe variant without per-entry counters "
+		"(diagnostic;\n"
+		"                the peer still counts)\n");
 }
 
 int bench_exact(int argc, char **argv)
@@ -441,6 +699,9 @@ int bench_exact(int argc, char **argv)
 	    {"seed", required_argument, NULL, 'r'},
 	    {"no-thp", no_argument, NULL, 'H'},
 	    {"no-peer", no_argument, NULL, 'n'},
+	    {"variant", required_argument, NULL, 'V'},
+	    {"packets", required_argument, NULL, 'P'},
+	    {"no-counter", no_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -454,8 +715,11 @@ int bench_exact(int argc, char **argv)
 	    .dist = DIST_BOTH,
 	    .zipf_s = 1.1,
 	    .seed = 1,
+	    .variants = BENCH_VARIANT_ALL,
+	    .packets = 65536,
 	    .peer = true,
 	    .thp = true,
+	    .pipe_counter = true,
 	};
 	char *end;
 	int c, li = 0;
@@ -474,9 +738,17 @@ int bench_exact(int argc, char **argv)
 		case 'H':
 			o.thp = false;
 			continue;
+		case 'C':
+			o.pipe_counter = false;
+			continue;
 		case '?':
 			usage(stderr);
 			return 2;
+		case 'V':
+			o.variants = bench_variant_parse(optarg);
+			if (o.variants < 0)
+				goto bad;
+			continue;
 		case 'd':
 			if (!strcmp(optarg, "both"))
 				o.dist = DIST_BOTH;
@@ -514,10 +786,18 @@ int bench_exact(int argc, char **argv)
 			o.burst = (uint32_t)v;
 		else if (c == 'S')
 			o.stream = (uint32_t)v;
+		else if (c == 'P')
+			o.packets = (uint32_t)v;
 		else if (c == 't')
 			o.trials = (unsigned)v;
 		else
 			o.seed = v;
+	}
+	if ((o.variants & BENCH_VARIANT_PIPE) &&
+	    (o.burst > 64 || o.burst > o.packets)) {
+		fprintf(stderr, "bench exact: the pipe variant needs --burst "
+				"<= 64 and <= --packets\n");
+		return 2;
 	}
 	if (o.burst > DPFLOW_BURST_MAX || o.burst > o.stream) {
 		fprintf(stderr,

@@ -28,6 +28,7 @@
 #include "flow/table_lpm.h"
 
 #include "bench.h"
+#include "bench_common.h"
 #ifdef DPFLOW_HAVE_DPDK
 #include "bench_dpdk.h"
 #endif
@@ -42,8 +43,13 @@ struct lpm_opts {
 	uint64_t seed;
 	bool peer;
 	bool thp; /* our image in transparent huge pages (as _create does) */
-	bool peer_thp; /* DPDK's memory advised for them too */
+	bool peer_thp;	  /* DPDK's memory advised for them too */
+	int variants;	  /* BENCH_VARIANT_* */
+	uint32_t packets; /* frames of the pipe variant */
 };
+
+/* Cycles per lookup of the table variant, per address set. */
+static double table_cpp[2];
 
 static uint64_t rng_state;
 
@@ -192,6 +198,10 @@ static void measure(const struct lpm_opts *o, const char *variant, pass_fn ours,
 				peer_best = mpps;
 		}
 	}
+	if (!strcmp(variant, "ipv4-random"))
+		table_cpp[0] = (double)best.tsc_cycles / (double)best.pkts;
+	else if (!strcmp(variant, "ipv4-in-prefix"))
+		table_cpp[1] = (double)best.tsc_cycles / (double)best.pkts;
 	best.workload = "lpm-512k";
 	best.variant = variant;
 	best.seconds = (double)best.tsc_cycles / (double)dpflow_tsc_hz();
@@ -219,6 +229,188 @@ static void *plain_alloc(size_t size)
 	}
 #endif
 	return p;
+}
+
+/* ---- pipe level (IPv4) ----------------------------------------------------
+ */
+
+#ifdef DPFLOW_HAVE_DPDK
+struct peer_pass {
+	const struct bench_dpdk_lpm4 *h;
+	struct bench_dpdk_pkts *p;
+	uint32_t burst;
+	uint64_t hits, sink;
+};
+
+static uint64_t peer_pipe_pass(void *arg)
+{
+	struct peer_pass *pp = (struct peer_pass *)arg;
+
+	return bench_dpdk_lpm4_pipe(pp->h, pp->p, pp->burst, &pp->hits);
+}
+
+static uint64_t peer_parse_pass(void *arg)
+{
+	struct peer_pass *pp = (struct peer_pass *)arg;
+
+	return bench_dpdk_pkts_parse(pp->p, pp->burst, &pp->sink);
+}
+#endif
+
+/*
+ * The LPM pipe through the flow engine: an LPM root pipe on
+ * outer.ipv4.dst holding the @n prefixes (@pa/@pl, one batch), then for
+ * each address set (@keys, as the table variant's) --packets 64-byte
+ * frames to those addresses through dpflow_ctx_process_burst(); the peer
+ * is rte_net_get_ptype + the destination + rte_lpm_lookup_bulk on @h
+ * (NULL: none). @t answers for the check.
+ */
+static int run_pipe4(const struct lpm_opts *o, const uint32_t *pa,
+		     const uint8_t *pl, uint32_t n,
+		     const struct dpflow_lpm4_image *t, uint32_t *const keys[2],
+		     const void *h)
+{
+	static const uint16_t fields[] = {DPFLOW_FIELD_OUTER_IPV4_DST};
+	static const char *const variants[2] = {"pipe-ipv4-random",
+						"pipe-ipv4-in-prefix"};
+	uint32_t np = o->packets < o->addrs ? o->packets : o->addrs;
+	uint32_t used = np - np % o->burst;
+	uint32_t *res = malloc(np * sizeof(*res));
+	const uint8_t **frames = calloc(np, sizeof(*frames));
+	uint16_t *lens = calloc(np, sizeof(*lens));
+	struct bench_pipe bp;
+	struct dpflow_pipe_cfg c;
+	struct dpflow_entry_cfg e;
+	double t0;
+	int rc = 1;
+#ifdef DPFLOW_HAVE_DPDK
+	struct peer_pass pp = {(const struct bench_dpdk_lpm4 *)h, NULL,
+			       o->burst, 0, 0};
+#else
+	(void)h;
+#endif
+
+	memset(&bp, 0, sizeof(bp));
+	if (!res || !frames || !lens) {
+		fprintf(stderr, "bench lpm: out of memory\n");
+		goto out;
+	}
+	bench_pipe_cfg(&c, "lpm", DPFLOW_PIPE_LPM, n, fields, 1);
+	if (bench_pipe_create(&bp, &c, np))
+		goto out;
+	memset(&e, 0, sizeof(e));
+	t0 = now_s();
+	for (uint32_t i = 0; i < n; i++) {
+		e.key[0] = (uint8_t)(pa[i] >> 24);
+		e.key[1] = (uint8_t)(pa[i] >> 16);
+		e.key[2] = (uint8_t)(pa[i] >> 8);
+		e.key[3] = (uint8_t)pa[i];
+		e.prefix_len = pl[i];
+		if (bench_pipe_add(&bp, &e))
+			goto out;
+	}
+	if (bench_pipe_commit(&bp))
+		goto out;
+	printf("# pipe: %u prefixes added in one batch in %.2f s\n", n,
+	       now_s() - t0);
+	bp.burst = o->burst;
+	bench_pipe_online(&bp);
+	for (unsigned s = 0; s < 2; s++) {
+		struct bench_best best = {0}, pbest = {0}, sbest = {0},
+				  psbest = {0};
+		const char *pname = NULL;
+		uint64_t hits0, misses0, hits, misses;
+		uint32_t expect = 0;
+
+		for (uint32_t i = 0; i < np; i++) {
+			struct bench_flow f;
+			uint32_t x = (uint32_t)rng64();
+
+			f.src[0] = 10;
+			f.src[1] = (uint8_t)(x >> 16);
+			f.src[2] = (uint8_t)(x >> 8);
+			f.src[3] = (uint8_t)x;
+			f.dst[0] = (uint8_t)(keys[s][i] >> 24);
+			f.dst[1] = (uint8_t)(keys[s][i] >> 16);
+			f.dst[2] = (uint8_t)(keys[s][i] >> 8);
+			f.dst[3] = (uint8_t)keys[s][i];
+			f.sport = (uint16_t)(1024 + (x >> 24) * 200);
+			f.dport = (x & 1) ? 53 : 443;
+			f.proto = (x & 1) ? 17 : 6;
+			if (bench_pipe_set_pkt(&bp, i, &f))
+				goto out;
+		}
+		expect = (uint32_t)pass4(t, keys[s], used, o->burst, res);
+		bench_pipe_stats(&bp, &hits0, &misses0);
+		bench_pipe_pass(&bp);
+		bench_pipe_stats(&bp, &hits, &misses);
+		if (hits - hits0 != expect ||
+		    misses - misses0 != used - expect) {
+			fprintf(stderr,
+				"bench lpm: pipe: %llu hits, the table says "
+				"%u of %u\n",
+				(unsigned long long)(hits - hits0), expect,
+				used);
+			goto out;
+		}
+#ifdef DPFLOW_HAVE_DPDK
+		if (pp.h) {
+			bench_pipe_frames(&bp, frames, lens);
+			bench_dpdk_pkts_destroy(pp.p);
+			pp.p = bench_dpdk_pkts_create(frames, lens, np);
+			pp.hits = 0;
+			if (pp.p && (peer_pipe_pass(&pp) != used ||
+				     pp.hits != expect)) {
+				fprintf(stderr,
+					"bench lpm: peer pipe: %llu hits, "
+					"expected %u\n",
+					(unsigned long long)pp.hits, expect);
+				goto out;
+			}
+			if (pp.p)
+				pname = o->peer_thp ? "dpdk-ptype+rte_lpm(thp)"
+						    : "dpdk-ptype+rte_lpm";
+		}
+		bench_pair_run(bench_pipe_pass, &bp,
+			       pname ? peer_pipe_pass : NULL, &pp, o->trials,
+			       o->seconds, &best, &pbest);
+		bench_pair_run(bench_pipe_parse_pass, &bp,
+			       pname ? peer_parse_pass : NULL, &pp, o->trials,
+			       o->seconds / 2, &sbest, &psbest);
+#else
+		bench_pair_run(bench_pipe_pass, &bp, NULL, NULL, o->trials,
+			       o->seconds, &best, &pbest);
+		bench_pair_run(bench_pipe_parse_pass, &bp, NULL, NULL,
+			       o->trials, o->seconds / 2, &sbest, &psbest);
+#endif
+		printf("# pipe: %u frames, %.1f%% hit a prefix\n", np,
+		       100.0 * expect / used);
+		bench_report_best("lpm-512k", variants[s], &best, pname, &pbest,
+				  64);
+		printf("# stages, cycles/pkt: dpflow pipe %.1f = parse %.1f",
+		       bench_best_cpp(&best), bench_best_cpp(&sbest));
+		if (table_cpp[s] > 0)
+			printf(" + table %.1f (table variant) + rest %.1f",
+			       table_cpp[s],
+			       bench_best_cpp(&best) - bench_best_cpp(&sbest) -
+				   table_cpp[s]);
+		if (pname)
+			printf("; peer %.1f = ptype+extract %.1f + rest %.1f",
+			       bench_best_cpp(&pbest), bench_best_cpp(&psbest),
+			       bench_best_cpp(&pbest) -
+				   bench_best_cpp(&psbest));
+		printf("\n");
+	}
+	rc = 0;
+out:
+#ifdef DPFLOW_HAVE_DPDK
+	bench_dpdk_pkts_destroy(pp.p);
+#endif
+	bench_pipe_destroy(&bp);
+	free(res);
+	free(frames);
+	free(lens);
+	return rc;
 }
 
 /* ------------------------------------------------------------ IPv4 */
@@ -351,10 +543,18 @@ static int run_v4(const struct lpm_opts *o)
 					bench_dpdk_lpm4_destroy(h);
 					goto out;
 				}
-				measure(o, variants[s], pass4, t, pass4_dpdk, h,
-					o->peer_thp ? "dpdk-rte_lpm(thp)"
+				if (o->variants & BENCH_VARIANT_TABLE)
+					measure(o, variants[s], pass4, t,
+						pass4_dpdk, h,
+						o->peer_thp
+						    ? "dpdk-rte_lpm(thp)"
 						    : "dpdk-rte_lpm",
-					keys[s], out);
+						keys[s], out);
+			}
+			if ((o->variants & BENCH_VARIANT_PIPE) &&
+			    run_pipe4(o, pa, pl, o->prefixes, t, keys, h)) {
+				bench_dpdk_lpm4_destroy(h);
+				goto out;
 			}
 			bench_dpdk_lpm4_destroy(h);
 			rc = 0;
@@ -362,9 +562,12 @@ static int run_v4(const struct lpm_opts *o)
 		}
 	}
 #endif
-	for (unsigned s = 0; s < 2; s++)
+	for (unsigned s = 0; (o->variants & BENCH_VARIANT_TABLE) && s < 2; s++)
 		measure(o, variants[s], pass4, t, NULL, NULL, NULL, keys[s],
 			out);
+	if ((o->variants & BENCH_VARIANT_PIPE) &&
+	    run_pipe4(o, pa, pl, o->prefixes, t, keys, NULL))
+		goto out;
 	rc = 0;
 out:
 	if (o->thp)
@@ -578,16 +781,33 @@ static void usage(FILE *f)
 	    "S]\n"
 	    "                             [--trials N] [--seed N] [--no-peer] "
 	    "[--no-thp]\n"
-	    "                             [--peer-thp]\n"
+	    "                             [--peer-thp] [--variant V] "
+	    "[--packets N]\n"
 	    "\n"
-	    "Longest-prefix-match lookups, one core, in memory: IPv4 "
-	    "(DIR-24-8)\n"
-	    "and IPv6 (16-8-8... trie), random addresses and\n"
-	    "addresses inside the prefixes. Reports the best of the trials "
-	    "and,\n"
-	    "when built with DPDK, rte_lpm / rte_lpm6 on the same prefixes "
-	    "and\n"
-	    "addresses, trials interleaved, answers cross-checked.\n"
+	    "Longest-prefix-match lookups, one core, in memory, random "
+	    "addresses and\n"
+	    "addresses inside the prefixes. Two variants; each reports the "
+	    "best of\n"
+	    "the trials and, when built with DPDK, its peer on the same "
+	    "prefixes\n"
+	    "and addresses, trials interleaved, answers cross-checked:\n"
+	    "  table  the LPM tables alone: IPv4 (DIR-24-8) and IPv6 "
+	    "(16-8-8... trie)\n"
+	    "         on packed addresses; peers rte_lpm_lookup_bulk, "
+	    "rte_lpm6.\n"
+	    "  pipe   the flow engine, IPv4: an LPM root pipe on "
+	    "outer.ipv4.dst\n"
+	    "         holding the same IPv4 prefixes (one batch of "
+	    "entries),\n"
+	    "         --packets 64-byte Eth/IPv4/TCP|UDP frames to the "
+	    "addresses\n"
+	    "         through dpflow_ctx_process_burst() in bursts of "
+	    "--burst (<= 64),\n"
+	    "         hits and misses to a handler that keeps them "
+	    "(re-parsed every\n"
+	    "         pass); peer rte_net_get_ptype + destination read +\n"
+	    "         rte_lpm_lookup_bulk. A '# stages' line splits the "
+	    "cycles.\n"
 	    "  --prefixes N     IPv4 prefixes (default 524288)\n"
 	    "  --v6-prefixes N  IPv6 prefixes (default 65536; 0: no IPv6)\n"
 	    "  --addrs N        lookup addresses per set (default 1048576)\n"
@@ -601,7 +821,11 @@ static void usage(FILE *f)
 	    "                   pages (as DPDK's are without --peer-thp)\n"
 	    "  --peer-thp       advise transparent huge pages on DPDK's "
 	    "memory\n"
-	    "                   too (EAL runs with --no-huge here)\n");
+	    "                   too (EAL runs with --no-huge here)\n"
+	    "  --variant V      table, pipe or all (default all; pipe skips "
+	    "IPv6)\n"
+	    "  --packets N      frames of the pipe variant (default "
+	    "65536)\n");
 }
 
 int bench_lpm(int argc, char **argv)
@@ -617,6 +841,8 @@ int bench_lpm(int argc, char **argv)
 	    {"no-peer", no_argument, NULL, 'n'},
 	    {"no-thp", no_argument, NULL, 'T'},
 	    {"peer-thp", no_argument, NULL, 'P'},
+	    {"variant", required_argument, NULL, 'V'},
+	    {"packets", required_argument, NULL, 'k'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -634,6 +860,8 @@ int bench_lpm(int argc, char **argv)
 	o.peer = true;
 	o.thp = true;
 	o.peer_thp = false;
+	o.variants = BENCH_VARIANT_ALL;
+	o.packets = 65536;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, &li)) != -1) {
 		unsigned long long v;
@@ -650,6 +878,11 @@ int bench_lpm(int argc, char **argv)
 			continue;
 		case 'P':
 			o.peer_thp = true;
+			continue;
+		case 'V':
+			o.variants = bench_variant_parse(optarg);
+			if (o.variants < 0)
+				goto bad;
 			continue;
 		case 's':
 			o.seconds = strtod(optarg, &end);
@@ -676,6 +909,8 @@ int bench_lpm(int argc, char **argv)
 			o.burst = (uint32_t)v;
 		else if (c == 't')
 			o.trials = (unsigned)v;
+		else if (c == 'k')
+			o.packets = (uint32_t)v;
 		else
 			o.seed = v;
 	}
@@ -683,6 +918,12 @@ int bench_lpm(int argc, char **argv)
 		fprintf(stderr,
 			"bench lpm: --burst must be <= %u and <= --addrs\n",
 			DPFLOW_BURST_MAX);
+		return 2;
+	}
+	if ((o.variants & BENCH_VARIANT_PIPE) &&
+	    (o.burst > 64 || o.burst > o.packets)) {
+		fprintf(stderr, "bench lpm: the pipe variant needs --burst "
+				"<= 64 and <= --packets\n");
 		return 2;
 	}
 	if (o.prefixes > (1u << 24)) {
@@ -695,7 +936,7 @@ int bench_lpm(int argc, char **argv)
 	bench_report_header();
 	if (run_v4(&o))
 		return 1;
-	if (o.v6_prefixes && run_v6(&o))
+	if (o.v6_prefixes && (o.variants & BENCH_VARIANT_TABLE) && run_v6(&o))
 		return 1;
 	return 0;
 bad:

@@ -26,6 +26,7 @@
 #include "dpflow/dpflow.h"
 
 #include "bench_dpdk.h"
+#include "bench_dpdk_pkts.h"
 
 struct bench_dpdk_lpm4 {
 	struct rte_lpm *lpm;
@@ -171,4 +172,32 @@ void bench_dpdk_lpm6_destroy(struct bench_dpdk_lpm6 *h)
 		return;
 	rte_lpm6_free(h->lpm);
 	free(h);
+}
+
+/*
+ * The pipe-level peer: each packet's IPv4 destination (host order, as
+ * rte_lpm wants it), then one rte_lpm_lookup_bulk() per burst.
+ */
+uint64_t bench_dpdk_lpm4_pipe(const struct bench_dpdk_lpm4 *h,
+			      struct bench_dpdk_pkts *p, uint32_t burst,
+			      uint64_t *hits)
+{
+	uint32_t ips[64], out[64];
+	uint64_t n_hits = 0;
+	uint32_t i;
+
+	for (i = 0; i + burst <= p->n; i += burst) {
+		for (uint32_t j = 0; j < burst; j++) {
+			struct bench_dpdk_5tuple t;
+
+			bench_dpdk_prefetch(p->m, i + j, p->n);
+			bench_dpdk_5tuple(p->m[i + j], &t);
+			ips[j] = rte_be_to_cpu_32(t.dst);
+		}
+		rte_lpm_lookup_bulk(h->lpm, ips, out, burst);
+		for (uint32_t j = 0; j < burst; j++)
+			n_hits += (out[j] & RTE_LPM_LOOKUP_SUCCESS) != 0;
+	}
+	*hits += n_hits;
+	return i;
 }

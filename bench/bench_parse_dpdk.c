@@ -21,21 +21,15 @@
 #include "dpflow/dpflow.h"
 
 #include "bench_dpdk.h"
+#include "bench_dpdk_pkts.h"
 
 int bench_dpdk_init(void)
 {
 	static int done, status;
-	char *args[] = {"dpflow-bench",
-			"--no-huge",
-			"--no-pci",
-			"--no-shconf",
-			"--no-telemetry",
-			"-l",
-			"0",
-			"-m",
-			"256",
-			"--log-level",
-			"*:error"};
+	char *args[] = {
+	    "dpflow-bench",   "--no-huge",   "--no-pci", "--no-shconf",
+	    "--no-telemetry", "-l",	     "0",	 "-m",
+	    "1024",	      "--log-level", "*:error"};
 
 	if (done)
 		return status;
@@ -103,4 +97,64 @@ int bench_dpdk_parse(const uint8_t *const *frames, const uint16_t *lens,
 	free(m);
 	rte_mempool_free(mp);
 	return 0;
+}
+
+struct bench_dpdk_pkts *bench_dpdk_pkts_create(const uint8_t *const *frames,
+					       const uint16_t *lens, uint32_t n)
+{
+	struct bench_dpdk_pkts *p;
+
+	if (bench_dpdk_init())
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->n = n;
+	/* 256 bytes of data room, as dpflow's slots in this benchmark */
+	p->mp = rte_pktmbuf_pool_create("bench_pkts", n + 64, 0, 0,
+					RTE_PKTMBUF_HEADROOM + 256,
+					(int)rte_socket_id());
+	p->m = calloc(n, sizeof(*p->m));
+	if (!p->mp || !p->m || rte_pktmbuf_alloc_bulk(p->mp, p->m, n)) {
+		fprintf(stderr, "bench: DPDK mbuf pool: %s\n",
+			rte_strerror(rte_errno));
+		bench_dpdk_pkts_destroy(p);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		char *d = rte_pktmbuf_append(p->m[i], lens[i]);
+
+		memcpy(d, frames[i], lens[i]);
+	}
+	return p;
+}
+
+void bench_dpdk_pkts_destroy(struct bench_dpdk_pkts *p)
+{
+	if (!p)
+		return;
+	if (p->m && p->m[0])
+		rte_pktmbuf_free_bulk(p->m, p->n);
+	free(p->m);
+	rte_mempool_free(p->mp);
+	free(p);
+}
+
+uint64_t bench_dpdk_pkts_parse(struct bench_dpdk_pkts *p, uint32_t burst,
+			       uint64_t *sink)
+{
+	struct bench_dpdk_5tuple t[64];
+	uint64_t s = 0;
+	uint32_t i;
+
+	for (i = 0; i + burst <= p->n; i += burst) {
+		for (uint32_t j = 0; j < burst; j++) {
+			bench_dpdk_prefetch(p->m, i + j, p->n);
+			bench_dpdk_5tuple(p->m[i + j], &t[j]);
+		}
+		for (uint32_t j = 0; j < burst; j++)
+			s += t[j].dst ^ t[j].sport;
+	}
+	*sink += s;
+	return i;
 }

@@ -17,10 +17,12 @@ struct workload {
 
 static const struct workload workloads[] = {
     {"parse", bench_parse, "header parser, plain and VXLAN 64-byte frames"},
-    {"exact-1m", bench_exact, "exact-match table, 1M 16-byte 5-tuple keys"},
-    {"acl-10k", bench_acl, "ACL table, 10k 5-tuple prefix/range rules"},
+    {"exact-1m", bench_exact,
+     "exact-match table and BASIC pipe, 1M 5-tuple keys"},
+    {"acl-10k", bench_acl, "ACL table and pipe, 10k 5-tuple rules"},
     {"ct", bench_ct, "connection tracking, 1M flows, against rte_hash"},
-    {"lpm-512k", bench_lpm, "LPM tables, 512k IPv4 and 64k IPv6 prefixes"},
+    {"lpm-512k", bench_lpm,
+     "LPM tables (512k IPv4, 64k IPv6 prefixes) and IPv4 pipe"},
 };
 
 void bench_report_header(void)
@@ -65,7 +67,11 @@ static void usage(FILE *out)
 	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(workloads); i++)
 		fprintf(out, "  %-10s %s\n", workloads[i].name,
 			workloads[i].summary);
-	fprintf(out, "\n'dpflow bench WORKLOAD --help' lists its options.\n");
+	fprintf(out, "\nexact-1m, acl-10k and lpm-512k run two variants "
+		     "(--variant table|pipe|all):\nthe table alone on packed "
+		     "keys, and the pipe through the flow engine on\n64-byte "
+		     "frames; each beside its DPDK peer in the same run.\n"
+		     "'dpflow bench WORKLOAD --help' lists its options.\n");
 }
 
 int cmd_bench(int argc, char **argv)
