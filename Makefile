@@ -6,6 +6,10 @@ SAN ?= build-san
 PYTHON := /usr/bin/python3
 DPFLOW := $(BUILD)/tools/dpflow/dpflow
 
+# CUDA's compiler, where installed: the GPU target builds with it (lib/gpu).
+NVCC ?= $(wildcard /usr/local/cuda/bin/nvcc)
+export NVCC
+
 SAN_OPTS := -Dbuildtype=debugoptimized -Db_sanitize=address,undefined \
 	-Db_lundef=false -Dc_args=-fno-sanitize-recover=all \
 	-Dnative=false -Dfuzz=true

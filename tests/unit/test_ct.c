@@ -1422,8 +1422,8 @@ static void random_vs_model(uint64_t seed, bool loose, int n_pkts)
 
 Test(ct, random_traffic_matches_reference_model)
 {
-	random_vs_model(1, true, 120000);
-	random_vs_model(2, false, 60000);
+	random_vs_model(1, true, 700000); /* 1.05M packets in all */
+	random_vs_model(2, false, 350000);
 }
 
 /* ---- concurrency --------------------------------------------------------- */
