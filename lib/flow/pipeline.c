@@ -31,10 +31,20 @@ struct burst_list {
 	uint32_t idx[DPFLOW_BURST_MAX];
 };
 
+#define HANDLER_LISTS 4
+
 struct scratch {
 	struct burst_list pipe_in[DPFLOW_PIPES_MAX];
 	struct burst_list port_out[DPFLOW_PORTS_MAX];
 	struct burst_list rss_out[DPFLOW_RSS_QUEUES_MAX];
+	/* packets for software handlers, one list per handler, handed over
+	 * once per burst */
+	unsigned n_handler_out;
+	struct handler_out {
+		dpflow_handler_fn fn;
+		void *arg;
+		struct burst_list b;
+	} handler_out[HANDLER_LISTS];
 	struct burst_list drop;
 	uint8_t keys[DPFLOW_BURST_MAX][DPFLOW_KEY_MAX];
 	uint32_t values[DPFLOW_BURST_MAX];
@@ -113,6 +123,30 @@ static void build_key(const struct dpflow_pipe *pipe, const uint8_t *frame,
 	}
 }
 
+/* Queue @idx for handler @f (calls it at once when a burst uses more
+ * handlers than there are lists). */
+static void to_handler(struct dpflow_ctx *ctx, struct scratch *s,
+		       const struct dpflow_fwd *f, uint32_t idx)
+{
+	struct handler_out *h = NULL;
+
+	for (unsigned i = 0; i < s->n_handler_out; i++)
+		if (s->handler_out[i].fn == f->handler &&
+		    s->handler_out[i].arg == f->handler_arg)
+			h = &s->handler_out[i];
+	if (!h && s->n_handler_out < HANDLER_LISTS) {
+		h = &s->handler_out[s->n_handler_out++];
+		h->fn = f->handler;
+		h->arg = f->handler_arg;
+		h->b.n = 0;
+	}
+	if (!h) {
+		f->handler(f->handler_arg, ctx->pool, &idx, 1);
+		return;
+	}
+	h->b.idx[h->b.n++] = idx;
+}
+
 static void forward(struct dpflow_ctx *ctx, struct scratch *s,
 		    const struct dpflow_fwd *f, uint32_t idx, bool miss)
 {
@@ -124,7 +158,7 @@ static void forward(struct dpflow_ctx *ctx, struct scratch *s,
 		s->pipe_in[f->pipe->id].idx[s->pipe_in[f->pipe->id].n++] = idx;
 		break;
 	case DPFLOW_FWD_HANDLER:
-		f->handler(f->handler_arg, ctx->pool, &idx, 1);
+		to_handler(ctx, s, f, idx);
 		break;
 	case DPFLOW_FWD_RSS: {
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
@@ -454,6 +488,12 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 		}
 		o->n = 0;
 	}
+	for (unsigned i = 0; i < s->n_handler_out; i++) {
+		struct handler_out *h = &s->handler_out[i];
+
+		h->fn(h->arg, ctx->pool, h->b.idx, h->b.n);
+	}
+	s->n_handler_out = 0;
 	for (unsigned q = 0; q < ctx->n_rss; q++) {
 		struct burst_list *o = &s->rss_out[q];
 		unsigned sent;
