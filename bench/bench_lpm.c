@@ -615,7 +615,7 @@ static void mask6(uint8_t *a, unsigned len)
 static int run_v6(const struct lpm_opts *o)
 {
 	uint32_t n = o->v6_prefixes, nb = 4096;
-	struct dpflow_lpm6_params p = {n, 0};
+	struct dpflow_lpm6_params p = {.max_rules = n};
 	struct dpflow_error err = {0};
 	struct dpflow_lpm6_image *t = NULL;
 	struct dpflow_lpm_info info;

@@ -414,6 +414,7 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 
 	/* publish: one store flips every pipe's image */
 	__atomic_store_n(&ctx->gen, next, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&ctx->batches, 1, __ATOMIC_RELEASE);
 	synchronize_rcu();
 	for (unsigned t = 0; t < n_touched; t++) {
 		struct dpflow_pipe *pipe = touched[t];

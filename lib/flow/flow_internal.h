@@ -168,6 +168,8 @@ struct ctx_port {
 struct dpflow_ctx {
 	struct dpflow_pool *pool;
 	unsigned gen; /* which image readers use (RCU-published) */
+	uint64_t batches; /* entry batches published so far (a version
+			     that other targets compare to re-sync) */
 	unsigned n_ports;
 	struct ctx_port ports[DPFLOW_PORTS_MAX];
 	unsigned n_pipes;

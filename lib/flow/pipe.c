@@ -18,6 +18,7 @@
 #include "flow/hash_impl.h"
 #include "flow/meter.h"
 #include "flow/pkt_edit.h"
+#include "flow/table_lpm.h"
 
 #define CTX_POOL_SLOTS_DEFAULT 8192
 
@@ -443,13 +444,15 @@ static int check_lpm_match(struct dpflow_pipe *pipe, struct dpflow_error *err)
 			    pipe->name, dpflow_field_name(m->f[i].field),
 			    dpflow_field_name(m->f[last].field));
 	pipe->lpm_bytes = (uint8_t)dpflow_field_bytes(m->f[last].field);
-	if (pipe->key_len > 16)
+	if (pipe->key_len > DPFLOW_LPM6_KEY_MAX)
 		return dpflow_error_set(err, EINVAL, "match",
 					"pipe '%s': exact fields and the "
-					"address take %u bytes; an lpm pipe "
-					"holds at most 16 (an IPv6 address "
-					"takes no exact fields)",
-					pipe->name, pipe->key_len);
+					"address take %u bytes; an lpm pipe's "
+					"key holds at most %u (an IPv6 address "
+					"and %u bytes of exact fields)",
+					pipe->name, pipe->key_len,
+					DPFLOW_LPM6_KEY_MAX,
+					DPFLOW_LPM6_KEY_MAX - 16);
 	return 0;
 }
 

@@ -123,8 +123,10 @@ static const struct table_kind exact_kind = {
  *
  * The address is the last per-entry field; per-entry fields before it are
  * matched exactly. A lone IPv4 address uses the IPv4 table; otherwise the
- * key (exact fields, then the address: at most 16 bytes) goes into the
- * 128-bit trie with the exact fields as a fixed prefix.
+ * key (exact fields, then the address) goes into the trie with the exact
+ * fields as a fixed prefix: keys of up to 16 bytes padded with zeros to
+ * 16, longer ones (up to DPFLOW_LPM6_KEY_MAX, checked in check_lpm_match)
+ * in a trie of key_len bytes. Entries and packets are padded alike.
  */
 
 static bool lpm_is_v6(const struct dpflow_pipe *pipe)
@@ -132,12 +134,22 @@ static bool lpm_is_v6(const struct dpflow_pipe *pipe)
 	return pipe->key_len > 4;
 }
 
+/* Bytes of the trie's keys. */
+static unsigned lpm_key_bytes(const struct dpflow_pipe *pipe)
+{
+	return pipe->key_len > DPFLOW_LPM6_KEY_DEFAULT
+		   ? pipe->key_len
+		   : DPFLOW_LPM6_KEY_DEFAULT;
+}
+
 static int lpm_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
 {
 	for (int i = 0; i < 2; i++) {
 		if (lpm_is_v6(pipe)) {
-			struct dpflow_lpm6_params p = {.max_rules =
-							   pipe->cfg.size};
+			struct dpflow_lpm6_params p = {
+			    .max_rules = pipe->cfg.size,
+			    .key_bytes = lpm_key_bytes(pipe),
+			};
 			pipe->images[i] = dpflow_lpm6_create(&p, err);
 		} else {
 			struct dpflow_lpm4_params p = {.max_rules =
@@ -179,7 +191,7 @@ static int lpm_one(struct dpflow_pipe *pipe, void *img, bool add,
 	exact_key(pipe, e, key);
 	if (lpm_is_v6(pipe)) {
 		/* exact fields are a fixed prefix of the trie key (the rest
-		 * of the 16 bytes is zero) */
+		 * of its key_bytes is zero, as exact_key leaves it) */
 		unsigned exact_bits = 8u * (pipe->key_len - pipe->lpm_bytes);
 		uint8_t len = (uint8_t)(exact_bits + e->cfg.prefix_len);
 
@@ -225,14 +237,15 @@ static void lpm_lookup(const struct dpflow_pipe *pipe, const void *image,
 		       const uint8_t *keys, uint16_t n, uint32_t *values)
 {
 	if (lpm_is_v6(pipe)) {
-		uint8_t addrs[DPFLOW_BURST_MAX * 16];
+		uint8_t addrs[DPFLOW_BURST_MAX * DPFLOW_LPM6_KEY_MAX];
+		unsigned kb = lpm_key_bytes(pipe);
 
 		for (uint16_t i = 0; i < n; i++) {
-			memcpy(addrs + 16 * i,
+			memcpy(addrs + (size_t)kb * i,
 			       keys + (size_t)i * DPFLOW_KEY_MAX,
 			       pipe->key_len);
-			memset(addrs + 16 * i + pipe->key_len, 0,
-			       16u - pipe->key_len);
+			memset(addrs + (size_t)kb * i + pipe->key_len, 0,
+			       kb - pipe->key_len);
 		}
 		dpflow_lpm6_lookup_bulk((const struct dpflow_lpm6_image *)image,
 					addrs, n, values);

@@ -23,7 +23,10 @@
  * needs a group.
  *
  * IPv6: a multibit trie (16, 8, 8, ... bits) with 8-byte entries
- * {value, depth} or {group, EXT}; deletes never need a group.
+ * {value, depth} or {group, EXT}; deletes never need a group. Keys are
+ * key_bytes long (16 for an IPv6 address, up to 24 with exact fields in
+ * front); the control code holds them as six big-endian words, zero past
+ * key_bytes, whatever the length.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -890,7 +893,7 @@ uint32_t dpflow_lpm4_lookup_bulk(const struct dpflow_lpm4_image *t,
 
 struct lpm6_layout {
 	size_t tbl_off, grp_off, rules_off, size;
-	uint32_t max_groups, rule_slots;
+	uint32_t max_groups, rule_slots, key_bytes;
 };
 
 static int lpm6_layout(const struct dpflow_lpm6_params *p,
@@ -911,7 +914,20 @@ static int lpm6_layout(const struct dpflow_lpm6_params *p,
 		return dpflow_error_set(err, EINVAL, "max_groups",
 					"max_groups %u over %u", p->max_groups,
 					DPFLOW_LPM6_GROUPS_MAX);
-	g = p->max_groups ? p->max_groups : 4 * (uint64_t)p->max_rules + 64;
+	l->key_bytes = p->key_bytes ? p->key_bytes : DPFLOW_LPM6_KEY_DEFAULT;
+	if (l->key_bytes < DPFLOW_LPM6_KEY_DEFAULT ||
+	    l->key_bytes > DPFLOW_LPM6_KEY_MAX)
+		return dpflow_error_set(err, EINVAL, "key_bytes",
+					"key_bytes %u out of range %u..%u",
+					p->key_bytes, DPFLOW_LPM6_KEY_DEFAULT,
+					DPFLOW_LPM6_KEY_MAX);
+	/* enough for /48s of the address that share nothing, each behind
+	 * its own exact bytes (key_bytes - 16 more levels) */
+	g = p->max_groups
+		? p->max_groups
+		: (uint64_t)(4 + l->key_bytes - DPFLOW_LPM6_KEY_DEFAULT) *
+			  p->max_rules +
+		      64;
 	l->max_groups =
 	    g > DPFLOW_LPM6_GROUPS_MAX ? DPFLOW_LPM6_GROUPS_MAX : (uint32_t)g;
 	l->rule_slots = rule_slots_for(p->max_rules);
@@ -978,6 +994,7 @@ static int lpm6_init(void *mem, size_t size, const struct dpflow_lpm6_params *p,
 	t->size = l.size;
 	t->tbl_off = l.tbl_off;
 	t->grp_off = l.grp_off;
+	t->key_bytes = l.key_bytes;
 	t->rules_off = l.rules_off;
 	t->max_groups = l.max_groups;
 	t->grp_free = NO_GROUP;
@@ -1017,6 +1034,10 @@ int dpflow_lpm6_image_check(const void *mem, size_t size,
 					t->magic, t->version);
 	p.max_rules = t->max_rules;
 	p.max_groups = t->max_groups;
+	p.key_bytes = t->key_bytes;
+	if (!t->key_bytes)
+		return dpflow_error_set(err, EINVAL, "key_bytes",
+					"key_bytes 0 in an image");
 	if (lpm6_layout(&p, &l, err))
 		return -EINVAL;
 	if (t->size != l.size || t->size > size)
@@ -1041,24 +1062,29 @@ int dpflow_lpm6_image_check(const void *mem, size_t size,
 	return 0;
 }
 
-/* --- IPv6 addresses as four host-order words --- */
+/* --- Trie keys as six host-order words (zero past key_bytes) --- */
+
+#define KEY_WORDS (DPFLOW_LPM6_KEY_MAX / 4)
 
 struct a6 {
-	uint32_t w[4];
+	uint32_t w[KEY_WORDS];
 };
 
-static struct a6 a6_load(const uint8_t *addr)
+/* The @kb bytes at @addr. */
+static struct a6 a6_load(const uint8_t *addr, unsigned kb)
 {
+	uint8_t buf[DPFLOW_LPM6_KEY_MAX] = {0};
 	struct a6 a;
 
-	for (unsigned i = 0; i < 4; i++)
-		a.w[i] = dpflow_lpm6_w(addr, i);
+	memcpy(buf, addr, kb);
+	for (unsigned i = 0; i < KEY_WORDS; i++)
+		a.w[i] = dpflow_lpm6_w(buf, i);
 	return a;
 }
 
 static struct a6 a6_mask(struct a6 a, unsigned len)
 {
-	for (unsigned i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < KEY_WORDS; i++) {
 		unsigned bits = len > 32 * i ? len - 32 * i : 0;
 
 		a.w[i] &= bits >= 32 ? 0xffffffffu : mask4(bits);
@@ -1068,10 +1094,33 @@ static struct a6 a6_mask(struct a6 a, unsigned len)
 
 static bool a6_eq(const uint32_t *x, const uint32_t *y)
 {
-	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3];
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] &&
+	       x[4] == y[4] && x[5] == y[5];
 }
 
-/* Byte @i (0..15) of @a. */
+/* @a as words in hex ("20010db8:00000000:..."), key_bytes of @t. */
+struct key_text {
+	char s[KEY_WORDS * 9];
+};
+
+static struct key_text a6_text(const struct dpflow_lpm6_image *t,
+			       const struct a6 *a)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct key_text kt;
+	unsigned words = (t->key_bytes + 3) / 4, o = 0;
+
+	for (unsigned i = 0; i < words; i++) {
+		if (i)
+			kt.s[o++] = ':';
+		for (unsigned n = 8; n-- > 0;)
+			kt.s[o++] = hex[(a->w[i] >> (4 * n)) & 0xfu];
+	}
+	kt.s[o] = '\0';
+	return kt;
+}
+
+/* Byte @i (0..key_bytes - 1) of @a. */
 static uint32_t a6_byte(const struct a6 *a, unsigned i)
 {
 	return (a->w[i / 4] >> (24 - 8 * (i % 4))) & 0xffu;
@@ -1081,7 +1130,8 @@ static uint32_t hash6(const struct a6 *a, unsigned len)
 {
 	uint64_t h = mix64(((uint64_t)a->w[0] << 32 | a->w[1]) ^ len);
 
-	return (uint32_t)mix64(h ^ ((uint64_t)a->w[2] << 32 | a->w[3]));
+	h = mix64(h ^ ((uint64_t)a->w[2] << 32 | a->w[3]));
+	return (uint32_t)mix64(h ^ ((uint64_t)a->w[4] << 32 | a->w[5]));
 }
 
 static const struct dpflow_lpm6_rule *
@@ -1241,24 +1291,24 @@ static void ent_apply(struct dpflow_lpm6_image *t, struct dpflow_lpm6_ent *e,
 	}
 }
 
-static int check_prefix6(const uint8_t *addr, unsigned len, struct a6 *a,
-			 struct dpflow_error *err)
+static int check_prefix6(const struct dpflow_lpm6_image *t, const uint8_t *addr,
+			 unsigned len, struct a6 *a, struct dpflow_error *err)
 {
 	struct a6 m;
 
 	if (!addr)
 		return dpflow_error_set(err, EINVAL, "addr", "no address");
-	if (len > 128)
+	if (len > 8 * t->key_bytes)
 		return dpflow_error_set(err, EINVAL, "len",
-					"prefix length %u over 128", len);
-	*a = a6_load(addr);
+					"prefix length %u over %u", len,
+					8 * t->key_bytes);
+	*a = a6_load(addr, t->key_bytes);
 	m = a6_mask(*a, len);
 	if (!a6_eq(m.w, a->w))
 		return dpflow_error_set(err, EINVAL, "addr",
-					"%08x:%08x:%08x:%08x/%u has bits set "
-					"past the prefix length",
-					a->w[0], a->w[1], a->w[2], a->w[3],
-					len);
+					"%s/%u has bits set past the prefix "
+					"length",
+					a6_text(t, a).s, len);
 	return 0;
 }
 
@@ -1270,7 +1320,7 @@ static int check_prefix6(const uint8_t *addr, unsigned len, struct a6 *a,
 static void apply6(struct dpflow_lpm6_image *t, const struct a6 *a,
 		   unsigned len, const struct lpm_op *op, bool grow)
 {
-	struct dpflow_lpm6_ent *path[16];
+	struct dpflow_lpm6_ent *path[DPFLOW_LPM6_KEY_MAX];
 	struct dpflow_lpm6_ent *e = tbl6(t) + level_index(a, 0), *base;
 	unsigned kl = level_of(len), bits, first, span;
 
@@ -1308,7 +1358,7 @@ int dpflow_lpm6_add(struct dpflow_lpm6_image *t, const uint8_t *addr,
 	struct lpm_op op;
 	struct a6 a;
 	unsigned kl, need = 0;
-	int rc = check_prefix6(addr, len, &a, err);
+	int rc = check_prefix6(t, addr, len, &a, err);
 
 	if (rc)
 		return rc;
@@ -1318,9 +1368,8 @@ int dpflow_lpm6_add(struct dpflow_lpm6_image *t, const uint8_t *addr,
 					value);
 	if (rule6_find(t, &a, len))
 		return dpflow_error_set(err, EEXIST, "addr",
-					"%08x:%08x:%08x:%08x/%u is already "
-					"present",
-					a.w[0], a.w[1], a.w[2], a.w[3], len);
+					"%s/%u is already present",
+					a6_text(t, &a).s, len);
 	if (t->n_rules >= t->max_rules)
 		return dpflow_error_set(err, ENOSPC, "max_rules",
 					"table holds max_rules %u prefixes",
@@ -1352,15 +1401,14 @@ static int present6(const struct dpflow_lpm6_image *t, const uint8_t *addr,
 		    unsigned len, struct a6 *a,
 		    const struct dpflow_lpm6_rule **r, struct dpflow_error *err)
 {
-	int rc = check_prefix6(addr, len, a, err);
+	int rc = check_prefix6(t, addr, len, a, err);
 
 	if (rc)
 		return rc;
 	*r = rule6_find(t, a, len);
 	if (!*r)
 		return dpflow_error_set(err, ENOENT, "addr",
-					"%08x:%08x:%08x:%08x/%u is not present",
-					a->w[0], a->w[1], a->w[2], a->w[3],
+					"%s/%u is not present", a6_text(t, a).s,
 					len);
 	return 0;
 }
@@ -1392,7 +1440,7 @@ int dpflow_lpm6_update(struct dpflow_lpm6_image *t, const uint8_t *addr,
 	const struct dpflow_lpm6_rule *r;
 	struct lpm_op op;
 	struct a6 a;
-	int rc = check_prefix6(addr, len, &a, err);
+	int rc = check_prefix6(t, addr, len, &a, err);
 
 	if (rc)
 		return rc;
@@ -1434,6 +1482,7 @@ void dpflow_lpm6_clear(struct dpflow_lpm6_image *t)
 
 	p.max_rules = t->max_rules;
 	p.max_groups = t->max_groups;
+	p.key_bytes = t->key_bytes;
 	(void)dpflow_lpm6_image_init(t, t->size, &p, NULL);
 }
 
@@ -1524,7 +1573,8 @@ static int verify6_ent(struct verify6 *vs, const struct dpflow_lpm6_ent *e,
 	if (e->info & DPFLOW_LPM6_EXT) {
 		const struct dpflow_lpm6_ent *ge;
 
-		if (k >= 14 || e->info != DPFLOW_LPM6_EXT ||
+		/* level k + 1 reads byte k + 2, the last is key_bytes - 1 */
+		if (k + 2 >= t->key_bytes || e->info != DPFLOW_LPM6_EXT ||
 		    e->v >= t->grp_unused || vs->seen[e->v])
 			return dpflow_error_set(vs->err, EINVAL, "groups",
 						"bad or shared group %u at "
@@ -1547,7 +1597,7 @@ static int verify6_ent(struct verify6 *vs, const struct dpflow_lpm6_ent *e,
 		}
 		return 0;
 	}
-	if (e->info > 129 || e->info > end + 1 ||
+	if (e->info > 8 * t->key_bytes + 1 || e->info > end + 1 ||
 	    (e->info == 0) != (e->v == DPFLOW_TABLE_MISS))
 		return dpflow_error_set(vs->err, EINVAL, "entries",
 					"entry at level %u: value %#x depth %u",

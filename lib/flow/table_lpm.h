@@ -15,7 +15,10 @@
  * (10.1.2.0/24, not 10.1.2.3/24); such prefixes are rejected with -EINVAL
  * rather than masked, so that a typo does not silently alias another rule.
  * IPv4 addresses are host-order uint32_t (10.0.0.0 is 0x0a000000); IPv6
- * addresses are 16 bytes in network order.
+ * addresses are 16 bytes in network order. The IPv6 trie also takes longer
+ * keys, up to 24 bytes, fixed per image (key_bytes): the LPM pipes put
+ * exact fields (a VRF id, a VLAN) in front of an address that way, as a
+ * fixed part of every prefix.
  *
  * Threads: the calls that change an image (init, add, delete, update,
  * clear) are made by one control thread on an image that no reader uses at
@@ -62,11 +65,19 @@ struct dpflow_lpm6_params {
 	/*
 	 * 256-entry groups (2 KiB each) for prefixes longer than /16: a /L
 	 * needs up to (L - 9) / 8 of them, shared with prefixes that have
-	 * the same leading bytes. 0 picks 4 * max_rules + 64 (clamped to
-	 * DPFLOW_LPM6_GROUPS_MAX), enough for prefixes up to /48 that share
-	 * nothing.
+	 * the same leading bytes. 0 picks (key_bytes - 12) * max_rules + 64
+	 * (4 * max_rules + 64 for IPv6 addresses; clamped to
+	 * DPFLOW_LPM6_GROUPS_MAX), enough for prefixes up to /48 of the
+	 * address that share nothing.
 	 */
 	uint32_t max_groups;
+	/*
+	 * Bytes of a key (and of each address given to the calls below):
+	 * 0 or 16 for IPv6 addresses, up to DPFLOW_LPM6_KEY_MAX (24) for
+	 * longer keys; prefixes are then /0 to /(8 * key_bytes). Lookups of
+	 * keys over 16 bytes read one entry more per extra byte they cover.
+	 */
+	uint32_t key_bytes;
 };
 
 /* What an image holds (dpflow_lpm4_info / dpflow_lpm6_info). */
@@ -95,7 +106,8 @@ size_t dpflow_lpm6_image_size(const struct dpflow_lpm6_params *p);
 /*
  * Make an empty image (every lookup misses) in caller memory @mem (64-byte
  * aligned, @size bytes, at least the image size). Returns 0, or -EINVAL
- * with @err naming the field ("max_rules", "max_groups", "mem", "size").
+ * with @err naming the field ("max_rules", "max_groups", "key_bytes",
+ * "mem", "size").
  */
 int dpflow_lpm4_image_init(void *mem, size_t size,
 			   const struct dpflow_lpm4_params *p,
@@ -210,9 +222,9 @@ void dpflow_lpm4_info(const struct dpflow_lpm4_image *img,
 		      struct dpflow_lpm_info *info);
 
 /*
- * IPv6, as the IPv4 calls above; @addr is 16 bytes in network order and
- * @len 0..128. Add fails with -ENOSPC ("max_groups") when the groups it
- * needs are not free.
+ * IPv6, as the IPv4 calls above; @addr is key_bytes bytes (16 for an IPv6
+ * address) in network order and @len 0..8 * key_bytes (0..128). Add fails
+ * with -ENOSPC ("max_groups") when the groups it needs are not free.
  */
 int dpflow_lpm6_add(struct dpflow_lpm6_image *img, const uint8_t *addr,
 		    unsigned len, uint32_t value, struct dpflow_error *err);
@@ -234,15 +246,19 @@ void dpflow_lpm6_info(const struct dpflow_lpm6_image *img,
  * include the shared code.
  */
 
-/* The value of @addr's longest prefix, or DPFLOW_TABLE_MISS. */
+/*
+ * The value of @addr's longest prefix, or DPFLOW_TABLE_MISS (IPv6: @addr
+ * is key_bytes bytes).
+ */
 uint32_t dpflow_lpm4_lookup(const struct dpflow_lpm4_image *img, uint32_t addr);
 uint32_t dpflow_lpm6_lookup(const struct dpflow_lpm6_image *img,
 			    const uint8_t *addr);
 
 /*
- * Look up @n addresses (IPv4: host-order words; IPv6: 16 bytes each,
- * back to back); values[i] gets the value or DPFLOW_TABLE_MISS. Returns
- * the number of hits. Any @n; bursts of 32 to 256 use the pipeline best.
+ * Look up @n addresses (IPv4: host-order words; IPv6: key_bytes bytes
+ * each, back to back: 16 for IPv6 addresses); values[i] gets the value or
+ * DPFLOW_TABLE_MISS. Returns the number of hits. Any @n; bursts of 32 to 256
+ * use the pipeline best.
  */
 uint32_t dpflow_lpm4_lookup_bulk(const struct dpflow_lpm4_image *img,
 				 const uint32_t *addrs, uint32_t n,

@@ -26,9 +26,12 @@
  *   grp[][256]  entries on each following byte (strides 16,8,8,...,8:
  *               at most 15 reads for a /128). An entry is {value, depth}
  *               or, with DPFLOW_LPM6_EXT set, {group index, EXT}.
+ *   Keys are key_bytes long (fixed per image: 16 for an IPv6 address, up
+ *   to 24 for exact fields such as a VRF id followed by the address);
+ *   a key of B bytes takes at most B - 1 reads.
  * Both: a miss reads DPFLOW_TABLE_MISS, so stored values are never it.
- * Addresses are host-order uint32 for IPv4 and 16 bytes in network order
- * for IPv6.
+ * Addresses are host-order uint32 for IPv4 and key_bytes bytes (16 for an
+ * IPv6 address) in network order for the trie.
  *
  * Lookups only read the image; any number of threads (or GPU threads) may
  * run them at once on an image that the control thread is not changing.
@@ -43,7 +46,7 @@
 
 #define DPFLOW_LPM4_MAGIC  0x344d504cu /* "LPM4" */
 #define DPFLOW_LPM6_MAGIC  0x364d504cu /* "LPM6" */
-#define DPFLOW_LPM_VERSION 1u
+#define DPFLOW_LPM_VERSION 2u	       /* 2: lpm6 key_bytes */
 
 #define DPFLOW_LPM4_TBL24_SIZE (1u << 24)
 #define DPFLOW_LPM4_GRP_SIZE   256u
@@ -55,6 +58,9 @@
 #define DPFLOW_LPM6_GRP_SIZE 256u
 /* entry info: EXT (v is a group index) or the depth, prefix length + 1 */
 #define DPFLOW_LPM6_EXT 0x80000000u
+/* Trie key lengths: 16 bytes (an IPv6 address, the default) up to 24. */
+#define DPFLOW_LPM6_KEY_DEFAULT 16u
+#define DPFLOW_LPM6_KEY_MAX	24u
 
 /* Lookups of a bulk call handled together (stage by stage). */
 #define DPFLOW_LPM_BULK_GROUP 64u
@@ -103,23 +109,27 @@ struct dpflow_lpm6_image {
 	uint32_t magic;
 	uint32_t version;
 	uint64_t size;
-	uint64_t tbl_off; /* struct dpflow_lpm6_ent[DPFLOW_LPM6_TBL_SIZE] */
-	uint64_t grp_off; /* struct dpflow_lpm6_ent[max_groups][256] */
+	uint64_t tbl_off;   /* struct dpflow_lpm6_ent[DPFLOW_LPM6_TBL_SIZE] */
+	uint64_t grp_off;   /* struct dpflow_lpm6_ent[max_groups][256] */
+	uint32_t key_bytes; /* bytes of a key (bulk lookup stride): 16..24 */
 	/* control only */
-	uint64_t rules_off; /* struct dpflow_lpm6_rule[rule_slots] */
 	uint32_t max_groups;
+	uint64_t rules_off;  /* struct dpflow_lpm6_rule[rule_slots] */
 	uint32_t n_groups;   /* in use */
 	uint32_t grp_unused; /* groups from here on were never handed out */
 	uint32_t grp_free;   /* head of the free list (v of entry 0), or MISS */
 	uint32_t max_rules;
 	uint32_t rule_slots;
 	uint32_t n_rules;
-	uint32_t reserved[15]; /* zero; pads the header to two lines */
+	uint32_t reserved[14]; /* zero; pads the header to two lines */
 };
 
-/* IPv6 rule: address words in network order as loaded by dpflow_lpm6_w. */
+/*
+ * IPv6 rule: key words as loaded by dpflow_lpm6_w (big-endian), the words
+ * past key_bytes zero.
+ */
 struct dpflow_lpm6_rule {
-	uint32_t w[4];
+	uint32_t w[DPFLOW_LPM6_KEY_MAX / 4];
 	uint32_t value;
 	uint32_t tag;
 };
@@ -128,6 +138,11 @@ DPFLOW_STATIC_ASSERT(sizeof(struct dpflow_lpm4_image) == 2 * DPFLOW_CACHE_LINE,
 		     "lpm4 header is two cache lines");
 DPFLOW_STATIC_ASSERT(sizeof(struct dpflow_lpm6_image) == 2 * DPFLOW_CACHE_LINE,
 		     "lpm6 header is two cache lines");
+/* depths (prefix length + 1) of the longest keys fit the control code's
+ * uint8_t depths as well as the entries' info */
+DPFLOW_STATIC_ASSERT(8 * DPFLOW_LPM6_KEY_MAX + 1 <= 0xff &&
+			 DPFLOW_LPM6_KEY_MAX % 4 == 0,
+		     "lpm6 depths fit 8 bits");
 
 /* Section accessors (offsets, never stored pointers). */
 DPF_HD static inline const uint32_t *
@@ -231,7 +246,12 @@ DPF_HD static inline uint32_t dpflow_lpm6_w(const uint8_t *a, unsigned i)
 	       (uint32_t)a[4 * i + 2] << 8 | a[4 * i + 3];
 }
 
-/* The value of the longest prefix covering @addr (16 bytes), or MISS. */
+/*
+ * The value of the longest prefix covering @addr (key_bytes bytes: 16 for
+ * an IPv6 address), or MISS. The walk ends at the first entry that is not
+ * EXT; groups exist only for bytes 2..key_bytes - 1, so it reads at most
+ * key_bytes - 1 entries.
+ */
 DPF_HD static inline uint32_t
 dpflow_lpm6_lookup_impl(const struct dpflow_lpm6_image *t, const uint8_t *addr)
 {
@@ -246,13 +266,14 @@ dpflow_lpm6_lookup_impl(const struct dpflow_lpm6_image *t, const uint8_t *addr)
 }
 
 /*
- * Look up @n addresses of 16 bytes each (addrs + 16 * i); as
- * dpflow_lpm4_lookup_bulk_impl. A group walks the trie level by level.
+ * The bulk walk for keys of @kb bytes. Always inlined, so that the common
+ * case is compiled with kb = 16, a constant stride (as before keys could
+ * be longer), and the general one with the image's key_bytes.
  */
-DPF_HD static inline uint32_t
-dpflow_lpm6_lookup_bulk_impl(const struct dpflow_lpm6_image *t,
-			     const uint8_t *DPFLOW_RESTRICT addrs, uint32_t n,
-			     uint32_t *DPFLOW_RESTRICT values)
+DPF_HD static inline __attribute__((always_inline)) uint32_t
+dpflow_lpm6_bulk_walk(const struct dpflow_lpm6_image *t,
+		      const uint8_t *DPFLOW_RESTRICT addrs, uint32_t n,
+		      uint32_t *DPFLOW_RESTRICT values, unsigned kb)
 {
 	const struct dpflow_lpm6_ent *tbl = dpflow_lpm6_tbl_c(t);
 	const struct dpflow_lpm6_ent *grp = dpflow_lpm6_grp_c(t);
@@ -263,20 +284,20 @@ dpflow_lpm6_lookup_bulk_impl(const struct dpflow_lpm6_image *t,
 				 ? n - base
 				 : DPFLOW_LPM_BULK_GROUP;
 		struct dpflow_lpm6_ent e[DPFLOW_LPM_BULK_GROUP];
-		const uint8_t *a = addrs + (size_t)base * 16;
+		const uint8_t *a = addrs + (size_t)base * kb;
 		uint32_t ext = 0;
 
 		for (uint32_t j = 0; j < m; j++) {
-			e[j] = tbl[(uint32_t)a[16 * j] << 8 | a[16 * j + 1]];
+			e[j] = tbl[(uint32_t)a[kb * j] << 8 | a[kb * j + 1]];
 			ext |= e[j].info;
 		}
-		for (unsigned k = 2; k < 16 && (ext & DPFLOW_LPM6_EXT); k++) {
+		for (unsigned k = 2; k < kb && (ext & DPFLOW_LPM6_EXT); k++) {
 			ext = 0;
 			for (uint32_t j = 0; j < m; j++) {
 				if (e[j].info & DPFLOW_LPM6_EXT) {
 					e[j] = grp[(size_t)e[j].v *
 						       DPFLOW_LPM6_GRP_SIZE +
-						   a[16 * j + k]];
+						   a[kb * j + k]];
 					ext |= e[j].info;
 				}
 			}
@@ -287,6 +308,22 @@ dpflow_lpm6_lookup_bulk_impl(const struct dpflow_lpm6_image *t,
 		}
 	}
 	return hits;
+}
+
+/*
+ * Look up @n keys of key_bytes bytes each (addrs + key_bytes * i: 16 for
+ * IPv6 addresses); as dpflow_lpm4_lookup_bulk_impl. A group walks the
+ * trie level by level.
+ */
+DPF_HD static inline uint32_t
+dpflow_lpm6_lookup_bulk_impl(const struct dpflow_lpm6_image *t,
+			     const uint8_t *DPFLOW_RESTRICT addrs, uint32_t n,
+			     uint32_t *DPFLOW_RESTRICT values)
+{
+	if (DPFLOW_LIKELY(t->key_bytes == DPFLOW_LPM6_KEY_DEFAULT))
+		return dpflow_lpm6_bulk_walk(t, addrs, n, values,
+					     DPFLOW_LPM6_KEY_DEFAULT);
+	return dpflow_lpm6_bulk_walk(t, addrs, n, values, t->key_bytes);
 }
 
 #endif /* DPFLOW_TABLE_LPM_IMPL_H */

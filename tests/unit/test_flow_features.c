@@ -5,7 +5,7 @@
  *  - dpflow_rss_hash against a plain bitwise Toeplitz (checked itself on
  *    Microsoft's published RSS vectors), symmetry;
  *  - HASH pipes against a naive slot table, LPM pipes with exact fields
- *    (VRF) against a linear scan;
+ *    (VRF) before an IPv4 or an IPv6 address against a linear scan;
  *  - CT pipes (TCP handshake, strict mode, lookup-only, user register,
  *    full table, UDP, non-IP, aging), meters (RFC 2697/2698 counted by
  *    hand), shared counters and meters, aging, RSS queues, software
@@ -1201,6 +1201,256 @@ Test(flow_lpm, vrf_from_vlan_matches_linear_scan_and_removal)
 			cr_assert_eq(got, 256);
 		}
 	}
+	dpflow_queue_destroy(q);
+	expect_pool_whole(ctx);
+	dpflow_ctx_destroy(ctx);
+}
+
+/*
+ * IPv6 with a VRF: reg0 set by an earlier pipe (VLAN -> VRF id), then LPM
+ * on [reg0, outer.ipv6.dst], a 20-byte trie key; then routes removed.
+ */
+struct route6 {
+	uint32_t vrf;
+	uint8_t addr[16];
+	uint8_t len;
+	uint32_t value;
+};
+
+static bool covers_v6(const uint8_t *p, unsigned len, const uint8_t *a)
+{
+	unsigned full = len / 8, rest = len % 8;
+
+	if (memcmp(p, a, full))
+		return false;
+	return rest == 0 || ((p[full] ^ a[full]) & (0xff00u >> rest)) == 0;
+}
+
+static void mask_v6(uint8_t *a, unsigned len)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		unsigned bits = len > 8 * i ? len - 8 * i : 0;
+
+		if (bits < 8)
+			a[i] &= (uint8_t)(0xff00u >> bits);
+	}
+}
+
+static const struct route6 *ref_lpm6(const struct route6 *r, unsigned n,
+				     uint32_t vrf, const uint8_t *dst)
+{
+	const struct route6 *best = NULL;
+
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].vrf == vrf && covers_v6(r[i].addr, r[i].len, dst) &&
+		    (!best || r[i].len > best->len))
+			best = &r[i];
+	return best;
+}
+
+static bool route6_exists(const struct route6 *r, unsigned n, uint32_t vrf,
+			  const uint8_t *addr, unsigned len)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].vrf == vrf && r[i].len == len &&
+		    !memcmp(r[i].addr, addr, 16))
+			return true;
+	return false;
+}
+
+static void rand16(uint8_t *a)
+{
+	for (unsigned i = 0; i < 16; i += 4)
+		put32(a + i, rnd());
+}
+
+/* Random IPv6 routes for @n_vrf VRFs, clustered under 2001:db8::/32, some
+ * shared between VRFs (ties), /0 and /128 among them. Returns the count. */
+static unsigned make_routes6(struct route6 *r, const uint32_t *vrfs,
+			     unsigned n_vrf)
+{
+	unsigned n = 0;
+
+	for (unsigned v = 0; v < n_vrf; v++)
+		for (unsigned i = 0; i < VRF_ROUTES; i++) {
+			unsigned len = i == 0 && v != 1 ? 0
+				       : i < 10		? 128
+				       : rnd() % 4 == 0 ? rnd() % 129
+							: 32 + rnd() % 33;
+			uint8_t addr[16];
+
+			rand16(addr);
+			if (i % 3)
+				put32(addr, 0x20010db8u);
+			mask_v6(addr, len);
+			if (route6_exists(r, n, vrfs[v], addr, len))
+				continue;
+			r[n].vrf = vrfs[v];
+			memcpy(r[n].addr, addr, 16);
+			r[n].len = (uint8_t)len;
+			r[n].value = 0x1000u + n;
+			n++;
+		}
+	/* the same prefixes in another VRF, other values */
+	for (unsigned i = 0, m = n; i < m && i < 40; i++) {
+		uint32_t other = vrfs[(i % (n_vrf - 1)) + 1];
+
+		if (r[i].vrf == other ||
+		    route6_exists(r, n, other, r[i].addr, r[i].len))
+			continue;
+		r[n] = r[i];
+		r[n].vrf = other;
+		r[n].value = 0x1000u + n;
+		n++;
+	}
+	return n;
+}
+
+/* A destination: random, or a route's first, last or some address. */
+static void lookup_dst6(const struct route6 *r, unsigned n, uint8_t *a)
+{
+	const struct route6 *x = &r[rnd() % n];
+	unsigned k = rnd() % 4;
+
+	rand16(a);
+	if (k == 0) {
+		if (rnd() % 2)
+			put32(a, 0x20010db8u);
+		return;
+	}
+	for (unsigned i = 0; i < 16; i++) {
+		unsigned bits = x->len > 8 * i ? x->len - 8 * i : 0;
+		uint8_t m = bits >= 8 ? 0xff : (uint8_t)(0xff00u >> bits);
+
+		if (k == 1)
+			a[i] = 0;
+		else if (k == 2)
+			a[i] = 0xff;
+		a[i] = (uint8_t)((x->addr[i] & m) | (a[i] & ~m));
+	}
+}
+
+Test(flow_lpm, ipv6_vrf_in_a_register_matches_linear_scan)
+{
+	static const uint16_t vlans[] = {10, 20, 30, 40};
+	static const uint32_t vrfs[] = {1, 0xdeadbeef, 2, 0x80000000};
+	static struct route6 routes[4 * VRF_ROUTES + 64];
+	static struct dpflow_entry *handle[4 * VRF_ROUTES + 64];
+	struct dpflow_ctx *ctx = ctx_new(NULL, 2);
+	struct dpflow_pool *pool = dpflow_ctx_pool(ctx);
+	struct dpflow_pipe_cfg c = pipe_cfg("rt6", DPFLOW_PIPE_LPM, 1024);
+	struct dpflow_pipe *rt, *vrf;
+	struct dpflow_error err = {0};
+	struct dpflow_queue *q = dpflow_queue_create(ctx, &err);
+	unsigned n, n_hit = 0, n_miss = 0;
+
+	rng_seed(6);
+	/* VRF 0x80000000 gets no routes at all */
+	n = make_routes6(routes, vrfs, 3);
+	match_add(&c, DPFLOW_FIELD_META_REG0, true, 0);
+	match_add(&c, DPFLOW_FIELD_OUTER_IPV6_DST, true, 0);
+	c.n_action_tmpls = 1;
+	c.actions[0].n = 1;
+	c.actions[0].a[0] = act_set_reg(1, true, 0);
+	c.fwd = fwd_port(OUT(0));
+	c.miss_fwd = fwd_port(OUT(1));
+	rt = pipe_new(ctx, &c);
+
+	c = pipe_cfg("vrf", DPFLOW_PIPE_BASIC, 16);
+	c.root = true;
+	match_add(&c, DPFLOW_FIELD_OUTER_VLAN0, true, 0);
+	c.n_action_tmpls = 1;
+	c.actions[0].n = 1;
+	c.actions[0].a[0] = act_set_reg(0, true, 0);
+	c.fwd = fwd_pipe(rt);
+	c.miss_fwd = fwd_port(OUT(1));
+	vrf = pipe_new(ctx, &c);
+	for (unsigned v = 0; v < 4; v++) {
+		struct dpflow_entry_cfg e = entry_cfg();
+
+		put16(e.key, vlans[v]);
+		put32(e.action_value[0], vrfs[v]);
+		cr_assert_not_null(dpflow_entry_add(q, vrf, &e, NULL, &err));
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct dpflow_entry_cfg e = entry_cfg();
+
+		put32(e.key, routes[i].vrf);
+		memcpy(e.key + 4, routes[i].addr, 16);
+		e.prefix_len = routes[i].len;
+		put32(e.action_value[0], routes[i].value);
+		handle[i] = dpflow_entry_add(q, rt, &e, NULL, &err);
+		cr_assert_not_null(handle[i]);
+	}
+	cr_assert_eq(dpflow_entries_process(q, NULL, &err), 0, "%s (field %s)",
+		     err.msg, err.field ? err.field : "-");
+	cr_assert_eq(dpflow_pipe_entry_count(rt), n);
+
+	for (unsigned phase = 0; phase < 2; phase++) {
+		if (phase == 1) {
+			/* remove every other route, /0s included */
+			for (unsigned i = 0; i < n; i += 2) {
+				cr_assert_eq(
+				    dpflow_entry_remove(q, handle[i], NULL), 0);
+				routes[i].vrf = 0xffffffff;
+			}
+			cr_assert_eq(dpflow_entries_process(q, NULL, &err), 0,
+				     "%s", err.msg);
+		}
+		for (unsigned round = 0; round < 40; round++) {
+			uint32_t idx[256], out[256], want[256];
+			unsigned k;
+
+			for (unsigned i = 0; i < 256; i++) {
+				unsigned v = rnd() % 5; /* 4: VLAN 50, no VRF */
+				struct pspec s = p4(17, 0, 999, 0, 53);
+				const struct route6 *r;
+
+				s.v6 = true;
+				rand16(s.src);
+				lookup_dst6(routes, n, s.dst);
+				s.vlan = v < 4 ? vlans[v] : 50;
+				idx[i] = mk(pool, &s);
+				r = v < 4 ? ref_lpm6(routes, n, vrfs[v], s.dst)
+					  : NULL;
+				want[i] = r ? r->value : 0;
+			}
+			send_burst(ctx, idx, 256);
+			k = take(ctx, OUT(0), out, 256);
+			for (unsigned i = 0; i < k; i++) {
+				unsigned at = 0;
+				const struct dpflow_pkt_meta *m =
+				    dpflow_pool_meta(pool, out[i]);
+
+				while (idx[at] != out[i])
+					at++;
+				cr_assert_eq(m->reg[1], want[at],
+					     "phase %u vlan %u: route %#x, "
+					     "reference %#x",
+					     phase, m->outer.vlan[0] & 0xfff,
+					     m->reg[1], want[at]);
+			}
+			n_hit += k;
+			dpflow_pool_free_bulk(pool, out, k);
+			k = take(ctx, OUT(1), out, 256);
+			for (unsigned i = 0; i < k; i++) {
+				unsigned at = 0;
+
+				while (idx[at] != out[i])
+					at++;
+				cr_assert_eq(want[at], 0,
+					     "phase %u: missed, reference "
+					     "route %#x",
+					     phase, want[at]);
+			}
+			n_miss += k;
+			dpflow_pool_free_bulk(pool, out, k);
+			cr_assert_eq(n_hit + n_miss,
+				     (phase * 40 + round + 1) * 256);
+		}
+	}
+	cr_expect_gt(n_hit, 1000);
+	cr_expect_gt(n_miss, 1000);
 	dpflow_queue_destroy(q);
 	expect_pool_whole(ctx);
 	dpflow_ctx_destroy(ctx);
@@ -2772,9 +3022,28 @@ Test(flow_config, bad_feature_configs_fail_clearly)
 	/* LPM */
 	c = pipe_cfg("badlpm", DPFLOW_PIPE_LPM, 8);
 	c.fwd = fwd_port(OUT(0));
-	match_add(&c, DPFLOW_FIELD_OUTER_VLAN0, true, 0);
+	/* exact fields + IPv6: keys up to 24 bytes (two registers) */
+	match_add(&c, DPFLOW_FIELD_META_REG0, true, 0);
+	match_add(&c, DPFLOW_FIELD_META_REG1, true, 0);
 	match_add(&c, DPFLOW_FIELD_OUTER_IPV6_DST, true, 0);
-	expect_pipe_refused(ctx, &c, "match", "lpm IPv6 with exact fields");
+	c.name = "lpm24";
+	pipe_new(ctx, &c);
+	c.name = "badlpm";
+	c.match.n = 0;
+	match_add(&c, DPFLOW_FIELD_META_REG0, true, 0);
+	match_add(&c, DPFLOW_FIELD_META_REG1, true, 0);
+	match_add(&c, DPFLOW_FIELD_META_REG2, true, 0);
+	match_add(&c, DPFLOW_FIELD_OUTER_IPV6_DST, true, 0);
+	expect_pipe_refused(ctx, &c, "match", "lpm key of 28 bytes");
+	{
+		struct dpflow_error lerr;
+
+		memset(&lerr, 0, sizeof(lerr));
+		cr_expect_null(dpflow_pipe_create(ctx, &c, &lerr));
+		cr_expect(strstr(lerr.msg, "28 bytes") &&
+			      strstr(lerr.msg, "at most 24"),
+			  "lpm key of 28 bytes: message '%s'", lerr.msg);
+	}
 	c.match.n = 0;
 	match_add(&c, DPFLOW_FIELD_OUTER_IPV4_DST, true, 0);
 	match_add(&c, DPFLOW_FIELD_OUTER_VLAN0, true, 0);

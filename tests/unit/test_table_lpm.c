@@ -931,7 +931,8 @@ static void rand_bytes(uint8_t *a, unsigned n)
 
 static struct dpflow_lpm6_image *new6(uint32_t max_rules, uint32_t groups)
 {
-	struct dpflow_lpm6_params p = {max_rules, groups};
+	struct dpflow_lpm6_params p = {.max_rules = max_rules,
+				       .max_groups = groups};
 	struct dpflow_error err = {0};
 	struct dpflow_lpm6_image *t = dpflow_lpm6_create(&p, &err);
 
@@ -1048,7 +1049,7 @@ static void check6(const struct dpflow_lpm6_image *t, const struct ref6 *ref,
 
 Test(lpm6, params_and_init)
 {
-	struct dpflow_lpm6_params p = {0, 0};
+	struct dpflow_lpm6_params p = {.max_rules = 0};
 	struct dpflow_error err = {0};
 	struct dpflow_lpm6_image *t;
 	struct dpflow_lpm_info info;
@@ -1428,4 +1429,453 @@ Test(lpm6, copy_clone_replay_bulk)
 	dpflow_lpm6_destroy(a);
 	dpflow_lpm6_destroy(b);
 	dpflow_lpm6_destroy(c);
+}
+
+/* ------------------------------ Wide trie keys (key_bytes 20 and 24) */
+
+/*
+ * Keys of exact fields followed by an IPv6 address, as LPM pipes with a
+ * VRF id or registers before the address make them: the first kb - 16
+ * bytes are 32-bit "VRF" words from a small set, so that many rules share
+ * them, then an address clustered as in prefix6_pick. The reference is the
+ * same naive scan, over key_bytes bytes, with its rules kept sorted
+ * longest first so that a hit ends the scan.
+ */
+struct rulek {
+	uint8_t key[DPFLOW_LPM6_KEY_MAX];
+	unsigned len;
+	uint32_t value;
+};
+
+struct refk {
+	struct rulek *r;
+	uint32_t n, cap;
+	unsigned kb;
+};
+
+static const uint32_t vrfs[] = {0, 1, 2, 0x80000000u, 0xffffffffu};
+
+static void maskk(uint8_t *a, unsigned kb, unsigned len)
+{
+	for (unsigned i = 0; i < kb; i++) {
+		unsigned bits = len > 8 * i ? len - 8 * i : 0;
+
+		if (bits < 8)
+			a[i] &= (uint8_t)(0xff00u >> bits);
+	}
+}
+
+static bool coversk(const struct rulek *r, const uint8_t *a)
+{
+	unsigned full = r->len / 8, rest = r->len % 8;
+
+	if (memcmp(r->key, a, full))
+		return false;
+	return rest == 0 ||
+	       ((r->key[full] ^ a[full]) & (uint8_t)(0xff00u >> rest)) == 0;
+}
+
+static int cmp_rulek(const void *x, const void *y)
+{
+	const struct rulek *a = x, *b = y;
+
+	return (int)b->len - (int)a->len;
+}
+
+static void refk_sort(struct refk *ref)
+{
+	qsort(ref->r, ref->n, sizeof(*ref->r), cmp_rulek);
+}
+
+/* Longest first (refk_sort): the first rule that covers @a wins. */
+static uint32_t refk_lookup(const struct refk *ref, const uint8_t *a)
+{
+	for (uint32_t i = 0; i < ref->n; i++)
+		if (coversk(&ref->r[i], a))
+			return ref->r[i].value;
+	return DPFLOW_TABLE_MISS;
+}
+
+static int refk_index(const struct refk *ref, const uint8_t *a, unsigned len)
+{
+	for (uint32_t i = 0; i < ref->n; i++)
+		if (ref->r[i].len == len && !memcmp(ref->r[i].key, a, ref->kb))
+			return (int)i;
+	return -1;
+}
+
+static void refk_add(struct refk *ref, const uint8_t *a, unsigned len,
+		     uint32_t v)
+{
+	cr_assert_lt(ref->n, ref->cap);
+	memset(ref->r[ref->n].key, 0, sizeof(ref->r[ref->n].key));
+	memcpy(ref->r[ref->n].key, a, ref->kb);
+	ref->r[ref->n].len = len;
+	ref->r[ref->n].value = v;
+	ref->n++;
+}
+
+static struct dpflow_lpm6_image *newk(uint32_t max_rules, unsigned kb)
+{
+	struct dpflow_lpm6_params p = {.max_rules = max_rules, .key_bytes = kb};
+	struct dpflow_error err = {0};
+	struct dpflow_lpm6_image *t = dpflow_lpm6_create(&p, &err);
+
+	cr_assert_not_null(t, "lpm6_create (key_bytes %u): %s", kb, err.msg);
+	return t;
+}
+
+/* Random exact words from vrfs[] (or random), then an address. */
+static void keyk_fill(uint8_t *a, unsigned kb)
+{
+	uint8_t r[DPFLOW_LPM6_KEY_MAX];
+	unsigned exact = kb - 16;
+
+	rand_bytes(r, sizeof(r));
+	memcpy(a, r, kb);
+	for (unsigned w = 0; w < exact / 4; w++) {
+		uint32_t v = rng_below(8) ? vrfs[rng_below(5)] : rng32();
+
+		a[4 * w] = (uint8_t)(v >> 24);
+		a[4 * w + 1] = (uint8_t)(v >> 16);
+		a[4 * w + 2] = (uint8_t)(v >> 8);
+		a[4 * w + 3] = (uint8_t)v;
+	}
+	if (rng_below(4))
+		memcpy(a + exact, base6[rng_below(4)], 4);
+}
+
+static void prefixk_pick(const struct refk *ref, uint8_t *a, unsigned *len)
+{
+	unsigned kb = ref->kb, ebits = 8 * (kb - 16), l;
+	uint32_t k = rng_below(100);
+
+	if (k < 4)
+		l = rng_below(8 * kb + 1); /* anywhere, exact part included */
+	else if (k < 8)
+		l = ebits; /* a VRF's default route */
+	else if (k < 12)
+		l = 8 * kb; /* host route */
+	else if (k < 40)
+		l = ebits + 16 + rng_below(33); /* /16../48 in the VRF */
+	else if (k < 85)
+		l = ebits + 48 + rng_below(17); /* /48../64 */
+	else
+		l = ebits + 65 + rng_below(64); /* /65../128 */
+	keyk_fill(a, kb);
+	if (ref->n && rng_below(2)) {
+		const struct rulek *r = &ref->r[rng_below(ref->n)];
+
+		/* nested under an existing rule: its bits, then random */
+		for (unsigned i = 0; i < kb; i++) {
+			unsigned bits = r->len > 8 * i ? r->len - 8 * i : 0;
+			uint8_t m =
+			    bits >= 8 ? 0xff : (uint8_t)(0xff00u >> bits);
+
+			a[i] = (uint8_t)((r->key[i] & m) | (a[i] & ~m));
+		}
+		if (rng_below(4) == 0) /* or a sibling of it */
+			a[rng_below(kb)] ^= (uint8_t)(1u << rng_below(8));
+	}
+	maskk(a, kb, l);
+	*len = l;
+}
+
+/*
+ * Lookup keys: 30% random (VRFs from the set), the rest inside a rule:
+ * random below its prefix, its first or last key, or the key just past
+ * its first bit outside (flipping the prefix's last bit).
+ */
+static void keyk_pick(const struct refk *ref, uint8_t *a)
+{
+	uint32_t k = rng_below(10);
+	const struct rulek *r;
+
+	keyk_fill(a, ref->kb);
+	if (ref->n == 0 || k < 3)
+		return;
+	r = &ref->r[rng_below(ref->n)];
+	for (unsigned i = 0; i < ref->kb; i++) {
+		unsigned bits = r->len > 8 * i ? r->len - 8 * i : 0;
+		uint8_t m = bits >= 8 ? 0xff : (uint8_t)(0xff00u >> bits);
+
+		if (k == 8) /* the rule's first key */
+			a[i] = 0;
+		else if (k == 9) /* its last key */
+			a[i] = 0xff;
+		a[i] = (uint8_t)((r->key[i] & m) | (a[i] & ~m));
+	}
+	if (k == 7 && r->len) /* just outside: the last prefix bit flipped */
+		a[(r->len - 1) / 8] ^= (uint8_t)(0x80u >> ((r->len - 1) % 8));
+}
+
+/* @n lookups, bulk (in bursts of 1..64) and single, against @ref. */
+static void checkk(const struct dpflow_lpm6_image *t, const struct refk *ref,
+		   uint32_t n)
+{
+	uint8_t keys[64 * DPFLOW_LPM6_KEY_MAX];
+	uint32_t got[64], bad = 0, kb = ref->kb;
+
+	for (uint32_t done = 0; done < n;) {
+		uint32_t m = rng_below(4) ? 64 : 1 + rng_below(64), hits,
+			 ref_hits = 0;
+
+		if (m > n - done)
+			m = n - done;
+		for (uint32_t i = 0; i < m; i++)
+			keyk_pick(ref, keys + kb * i);
+		hits = dpflow_lpm6_lookup_bulk(t, keys, m, got);
+		for (uint32_t i = 0; i < m; i++) {
+			uint32_t want = refk_lookup(ref, keys + kb * i);
+
+			ref_hits += want != DPFLOW_TABLE_MISS;
+			if (got[i] != want ||
+			    dpflow_lpm6_lookup(t, keys + kb * i) != want) {
+				if (!bad)
+					cr_log_error("key_bytes %u lookup %u: "
+						     "got %#x, want %#x",
+						     kb, i, got[i], want);
+				bad++;
+			}
+		}
+		cr_assert_eq(hits, ref_hits);
+		done += m;
+	}
+	cr_assert_eq(bad, 0, "%u of %u lookups differ from the reference", bad,
+		     n);
+}
+
+/*
+ * Random rule sets of keys of @kb bytes: phases of adds and overlapping
+ * deletes, the /0 and full-length edges, checked against the reference.
+ * Returns the lookups made.
+ */
+static uint32_t wide_random(unsigned kb, uint64_t seed, unsigned max_rules)
+{
+	struct dpflow_lpm6_image *t = newk(max_rules, kb);
+	uint32_t total = 0;
+	struct refk ref;
+
+	rng_seed(seed);
+	ref.r = calloc(max_rules, sizeof(*ref.r));
+	cr_assert_not_null(ref.r);
+	ref.n = 0;
+	ref.cap = max_rules;
+	ref.kb = kb;
+	for (unsigned phase = 0; phase < 6; phase++) {
+		unsigned adds = max_rules / 4 + rng_below(max_rules / 2);
+		unsigned dels = phase & 1 ? ref.n / 2 : ref.n / 5;
+
+		for (unsigned i = 0; i < adds && ref.n < max_rules; i++) {
+			uint8_t a[DPFLOW_LPM6_KEY_MAX];
+			uint32_t v = rng_below(3) ? rng32() >> 1 : rng_below(4);
+			unsigned l;
+			int rc;
+
+			prefixk_pick(&ref, a, &l);
+			if (i == 0 && phase == 1) { /* /0 */
+				memset(a, 0, kb);
+				l = 0;
+			} else if (i == 0 && phase == 2) { /* all ones, /full */
+				memset(a, 0xff, kb);
+				l = 8 * kb;
+			}
+			rc = dpflow_lpm6_add(t, a, l, v, NULL);
+			if (refk_index(&ref, a, l) >= 0) {
+				cr_assert_eq(rc, -EEXIST);
+				continue;
+			}
+			cr_assert_eq(rc, 0, "add /%u: %d", l, rc);
+			refk_add(&ref, a, l, v);
+		}
+		refk_sort(&ref);
+		verify6(t);
+		checkk(t, &ref, 50000);
+		total += 50000;
+		for (unsigned i = 0; i < dels && ref.n; i++) {
+			uint32_t k = rng_below(ref.n), old = 0;
+
+			cr_assert_eq(dpflow_lpm6_delete(t, ref.r[k].key,
+							ref.r[k].len, &old,
+							NULL),
+				     0);
+			cr_assert_eq(old, ref.r[k].value);
+			ref.r[k] = ref.r[--ref.n];
+		}
+		refk_sort(&ref);
+		verify6(t);
+		checkk(t, &ref, 40000);
+		total += 40000;
+	}
+	/* delete all: every lookup misses, no group stays */
+	while (ref.n) {
+		cr_assert_eq(dpflow_lpm6_delete(t, ref.r[ref.n - 1].key,
+						ref.r[ref.n - 1].len, NULL,
+						NULL),
+			     0);
+		ref.n--;
+	}
+	checkk(t, &ref, 2000);
+	total += 2000;
+	cr_assert_eq(dpflow_lpm6_count(t), 0);
+	verify6(t);
+	{
+		struct dpflow_lpm_info info;
+
+		dpflow_lpm6_info(t, &info);
+		cr_assert_eq(info.n_groups, 0);
+	}
+	free(ref.r);
+	dpflow_lpm6_destroy(t);
+	return total;
+}
+
+Test(lpm6_wide, random_vs_reference_20)
+{
+	uint32_t total = wide_random(20, 20, 300) + wide_random(20, 2020, 300) +
+			 wide_random(20, 7, 60);
+
+	cr_assert_geq(total, 500000);
+}
+
+Test(lpm6_wide, random_vs_reference_24)
+{
+	uint32_t total = wide_random(24, 24, 300) + wide_random(24, 2424, 300) +
+			 wide_random(24, 9, 60);
+
+	cr_assert_geq(total, 500000);
+}
+
+/* Parameters, prefix validation and the edges of 18-, 20- and 24-byte keys
+ * (a VLAN, a VRF register, two registers before an IPv6 address). */
+Test(lpm6_wide, params_and_edges)
+{
+	static const unsigned kbs[] = {18, 20, 24};
+	struct dpflow_lpm6_params p = {.max_rules = 64, .key_bytes = 15};
+	struct dpflow_error err = {0};
+	struct dpflow_lpm6_image *t;
+	struct dpflow_lpm_info info;
+
+	cr_assert_null(dpflow_lpm6_create(&p, &err));
+	cr_assert_str_eq(err.field, "key_bytes");
+	p.key_bytes = DPFLOW_LPM6_KEY_MAX + 1;
+	cr_assert_null(dpflow_lpm6_create(&p, &err));
+	cr_assert_str_eq(err.field, "key_bytes");
+	cr_assert_eq(dpflow_lpm6_image_size(&p), 0);
+	p.key_bytes = 0; /* the default: 16 */
+	t = dpflow_lpm6_create(&p, &err);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->key_bytes, 16);
+	cr_assert_eq(dpflow_lpm6_add(t, (const uint8_t[16]){0}, 129, 1, &err),
+		     -EINVAL);
+	cr_assert_str_eq(err.field, "len");
+	dpflow_lpm6_destroy(t);
+
+	for (unsigned s = 0; s < DPFLOW_ARRAY_SIZE(kbs); s++) {
+		unsigned kb = kbs[s], full = 8 * kb;
+		uint8_t host[DPFLOW_LPM6_KEY_MAX], k[DPFLOW_LPM6_KEY_MAX];
+		uint8_t keys[3 * DPFLOW_LPM6_KEY_MAX];
+		uint32_t vals[3], v = 0;
+		struct dpflow_lpm6_image *c;
+		size_t size;
+		void *raw;
+
+		t = newk(full + 4, kb);
+		dpflow_lpm6_info(t, &info);
+		cr_assert_eq(dpflow_lpm6_image_check(t, info.size, &err), 0);
+		cr_assert_eq(t->key_bytes, kb);
+		memset(k, 0, sizeof(k));
+		cr_assert_eq(dpflow_lpm6_add(t, k, full + 1, 1, &err), -EINVAL);
+		cr_assert_str_eq(err.field, "len");
+		k[kb - 1] = 1;
+		cr_assert_eq(dpflow_lpm6_add(t, k, full - 1, 1, &err), -EINVAL);
+		cr_assert_str_eq(err.field, "addr");
+		cr_assert_eq(dpflow_lpm6_add(t, k, full, 77, &err), 0);
+		cr_assert_eq(dpflow_lpm6_lookup(t, k), 77);
+		k[kb - 1] = 0;
+		cr_assert_eq(dpflow_lpm6_lookup(t, k), DPFLOW_TABLE_MISS);
+		cr_assert_eq(dpflow_lpm6_add(t, k, 0, 5, &err), 0);
+		cr_assert_eq(dpflow_lpm6_lookup(t, k), 5);
+		cr_assert_eq(dpflow_lpm6_add(t, k, 0, 6, &err), -EEXIST);
+		k[kb - 1] = 1;
+		cr_assert_eq(dpflow_lpm6_delete(t, k, full, &v, &err), 0);
+		cr_assert_eq(v, 77);
+		cr_assert_eq(dpflow_lpm6_delete(t, k, full, &v, &err), -ENOENT);
+		cr_assert_eq(dpflow_lpm6_lookup(t, k), 5);
+		verify6(t);
+
+		/* every length on one host key's chain: flip bit b, the
+		 * longest prefix left covering it is /b (values 1000 + L) */
+		rng_seed(kb);
+		rand_bytes(host, sizeof(host));
+		for (unsigned l = 1; l <= full; l++) {
+			memcpy(k, host, kb);
+			maskk(k, kb, l);
+			cr_assert_eq(dpflow_lpm6_add(t, k, l, 1000 + l, NULL),
+				     0, "/%u", l);
+		}
+		verify6(t);
+		cr_assert_eq(dpflow_lpm6_lookup(t, host), 1000 + full);
+		for (unsigned b = 0; b < full; b++) {
+			memcpy(k, host, kb);
+			k[b / 8] ^= (uint8_t)(0x80u >> (b % 8));
+			cr_assert_eq(dpflow_lpm6_lookup(t, k), b ? 1000 + b : 5,
+				     "bit %u", b);
+		}
+		/* bulk lookups read keys kb bytes apart */
+		memcpy(keys, host, kb);
+		memcpy(keys + kb, host, kb);
+		keys[kb + kb - 1] ^= 1;
+		memset(keys + 2 * kb, 0, kb);
+		keys[2 * kb] = (uint8_t)~host[0];
+		cr_assert_eq(dpflow_lpm6_lookup_bulk(t, keys, 3, vals), 3);
+		cr_assert_eq(vals[0], 1000 + full);
+		cr_assert_eq(vals[1], 1000 + full - 1);
+		cr_assert_eq(vals[2], 5);
+		/* copies answer the same; a delete restores the next one */
+		size = dpflow_lpm6_image_bytes(t);
+		raw = aligned_alloc(64, size);
+		cr_assert_not_null(raw);
+		cr_assert_eq(dpflow_lpm6_image_copy(raw, size, t, &err), 0);
+		c = dpflow_lpm6_clone(t, &err);
+		cr_assert_not_null(c);
+		memcpy(k, host, kb);
+		maskk(k, kb, full - 40);
+		cr_assert_eq(dpflow_lpm6_delete(c, k, full - 40, NULL, NULL),
+			     0);
+		memcpy(k, host, kb);
+		k[(full - 30) / 8] ^= (uint8_t)(0x80u >> ((full - 30) % 8));
+		cr_assert_eq(dpflow_lpm6_lookup(raw, k), 1000 + full - 30);
+		k[(full - 40) / 8] ^= (uint8_t)(0x80u >> ((full - 40) % 8));
+		cr_assert_eq(dpflow_lpm6_lookup(raw, k), 1000 + full - 40);
+		cr_assert_eq(dpflow_lpm6_lookup(c, k), 1000 + full - 41);
+		verify6(c);
+		cr_assert_eq(dpflow_lpm6_update(c, host, full, 9, NULL), 0);
+		cr_assert_eq(dpflow_lpm6_lookup(c, host), 9);
+		cr_assert_eq(dpflow_lpm6_find(c, host, full, &v), 0);
+		cr_assert_eq(v, 9);
+		cr_assert_eq(memcmp(t, raw, size), 0);
+		/* clear equals a fresh image byte for byte */
+		dpflow_lpm6_clear(c);
+		{
+			struct dpflow_lpm6_image *f = newk(full + 4, kb);
+
+			cr_assert_eq(memcmp(c, f, size), 0);
+			dpflow_lpm6_destroy(f);
+		}
+		/* delete the chain: no group stays */
+		for (unsigned l = 1; l <= full; l++) {
+			memcpy(k, host, kb);
+			maskk(k, kb, l);
+			cr_assert_eq(dpflow_lpm6_delete(t, k, l, NULL, NULL),
+				     0);
+		}
+		dpflow_lpm6_info(t, &info);
+		cr_assert_eq(info.n_groups, 0);
+		cr_assert_eq(info.n_rules, 1);
+		verify6(t);
+		free(raw);
+		dpflow_lpm6_destroy(c);
+		dpflow_lpm6_destroy(t);
+	}
 }
