@@ -9,7 +9,13 @@
  * packets), the RSS software queues (drained after each burst, counted per
  * queue), and aging (every 100 ms each pipe is aged and the entries that
  * aged out are removed in one batch).
+ *
+ * With --target gpu (a build with the GPU target) the pipe graph runs on
+ * GPU 0 through lib/gpu/flow (gpu_flow.h): same packets out, same
+ * counters; what the GPU target cannot run yet is refused at start with
+ * the pipe and the feature named.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +25,9 @@
 #include "dpflow/config.h"
 #include "dpflow/dpflow.h"
 #include "dpflow/flow.h"
+#ifdef DPFLOW_HAVE_GPU
+#include "dpflow/gpu_flow.h"
+#endif
 
 #include "cmds.h"
 
@@ -29,7 +38,8 @@
 struct run_state {
 	struct dpflow_ctx *ctx;
 	struct dpflow_queue *q;
-	uint64_t handler_pkts; /* the `count` handler */
+	struct dpflow_gpu_flow *gpu; /* NULL: the CPU target */
+	uint64_t handler_pkts;	     /* the `count` handler */
 	uint64_t rss_pkts[DPFLOW_RSS_QUEUES_MAX];
 	uint64_t aged[DPFLOW_PIPES_MAX];
 	unsigned aging_pipe; /* the pipe being aged */
@@ -79,6 +89,25 @@ static void on_aged(struct dpflow_entry *e, uint64_t last_hit_ns, void *arg)
 	}
 }
 
+/* The GPU target: apply the queued batch, then publish it to the device. */
+static int gpu_batch(struct run_state *st)
+{
+#ifdef DPFLOW_HAVE_GPU
+	struct dpflow_error err = {0};
+	int rc = dpflow_entries_process(st->q, NULL, &err);
+
+	if (!rc)
+		rc = dpflow_gpu_flow_sync(st->gpu, &err);
+	if (rc)
+		fprintf(stderr, "dpflow run: removing aged entries: %s\n",
+			err.msg);
+	return rc;
+#else
+	(void)st;
+	return -ENOTSUP;
+#endif
+}
+
 /*
  * Age every pipe with aging (and expire the connections of ct pipes),
  * then remove the entries that aged out as one batch. The batch is
@@ -102,6 +131,8 @@ static int age_pipes(struct run_state *st)
 	}
 	if (!st->n_removed)
 		return 0;
+	if (st->gpu)
+		return gpu_batch(st);
 	dpflow_ctx_thread_offline(st->ctx);
 	rc = dpflow_entries_process(st->q, NULL, &err);
 	dpflow_ctx_thread_online(st->ctx);
@@ -109,6 +140,28 @@ static int age_pipes(struct run_state *st)
 		fprintf(stderr, "dpflow run: removing aged entries: %s\n",
 			err.msg);
 	return rc;
+}
+
+/* One burst on the GPU target; a GPU failure stops the run. */
+static int run_gpu_burst(struct run_state *st, uint16_t port, uint32_t *idx,
+			 uint16_t n)
+{
+#ifdef DPFLOW_HAVE_GPU
+	struct dpflow_error err = {0};
+	int rc = dpflow_gpu_flow_process(st->gpu, port, idx, n, &err);
+
+	if (rc < 0) {
+		fprintf(stderr, "dpflow run: --target gpu: %s\n", err.msg);
+		return rc;
+	}
+	return 0;
+#else
+	(void)st;
+	(void)port;
+	(void)idx;
+	(void)n;
+	return -ENOTSUP;
+#endif
 }
 
 static bool fwd_is_handler(const struct dpflow_fwd *f)
@@ -256,7 +309,7 @@ static void usage(FILE *out)
 	    "Run the data plane described by CONFIG.yaml (docs/config.md)\n"
 	    "until its inputs are exhausted, S seconds pass, or SIGINT or\n"
 	    "SIGTERM arrives; then print the counters and exit 0.\n"
-	    "  --target T    cpu (default); gpu is not built yet\n"
+	    "  --target T    cpu (default) or gpu (GPU 0; builds with nvcc)\n"
 	    "  --duration S  stop after S seconds\n"
 	    "  --pool N      packet buffers (default 8192)\n"
 	    "\n"
@@ -285,6 +338,8 @@ int cmd_run(int argc, char **argv)
 	struct dpflow_error err = {0};
 	struct dpflow_ctx *ctx;
 	double duration = 0;
+	bool use_gpu = false;
+	int rc = 0;
 	uint64_t deadline = 0, next_age;
 	char *end;
 	int c;
@@ -294,12 +349,15 @@ int cmd_run(int argc, char **argv)
 		switch (c) {
 		case 't':
 			if (!strcmp(optarg, "gpu")) {
+#ifndef DPFLOW_HAVE_GPU
 				fprintf(stderr,
-					"dpflow run: --target gpu: the GPU "
-					"target is not built yet\n");
+					"dpflow run: --target gpu: this dpflow "
+					"was built without the GPU target (no "
+					"nvcc at build time)\n");
 				return 2;
-			}
-			if (strcmp(optarg, "cpu")) {
+#endif
+				use_gpu = true;
+			} else if (strcmp(optarg, "cpu")) {
 				fprintf(stderr,
 					"dpflow run: --target '%s': expected "
 					"cpu or gpu\n",
@@ -357,14 +415,29 @@ int cmd_run(int argc, char **argv)
 		dpflow_ctx_destroy(ctx);
 		return 1;
 	}
+#ifdef DPFLOW_HAVE_GPU
+	if (use_gpu) {
+		st.gpu = dpflow_gpu_flow_bind(ctx, 0, &err);
+		if (!st.gpu) {
+			fprintf(stderr, "dpflow run: --target gpu: %s\n",
+				err.msg);
+			dpflow_queue_destroy(st.q);
+			dpflow_ctx_destroy(ctx);
+			return 1;
+		}
+	}
+#else
+	(void)use_gpu;
+#endif
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (duration > 0)
 		deadline = dpflow_clock_ns() + (uint64_t)(duration * 1e9);
 	next_age = dpflow_clock_ns() + RUN_AGE_NS;
 
-	dpflow_ctx_thread_online(ctx);
-	while (!stop_requested) {
+	if (!st.gpu)
+		dpflow_ctx_thread_online(ctx);
+	while (!stop_requested && !rc) {
 		bool all_done = true;
 		uint64_t now;
 
@@ -377,12 +450,15 @@ int cmd_run(int argc, char **argv)
 				continue;
 			all_done = false;
 			n = dpflow_port_rx_burst(port, 0, idx, RUN_BURST);
-			if (n)
+			if (n && st.gpu)
+				rc = run_gpu_burst(&st, (uint16_t)p, idx, n);
+			else if (n)
 				dpflow_ctx_process_burst(ctx, (uint16_t)p, idx,
 							 n);
 		}
 		drain_rss(&st);
-		dpflow_ctx_quiescent(ctx);
+		if (!st.gpu)
+			dpflow_ctx_quiescent(ctx);
 		now = dpflow_clock_ns();
 		if (now >= next_age) {
 			age_pipes(&st);
@@ -391,9 +467,13 @@ int cmd_run(int argc, char **argv)
 		if (all_done || (deadline && now >= deadline))
 			break;
 	}
-	dpflow_ctx_thread_offline(ctx);
+	if (!st.gpu)
+		dpflow_ctx_thread_offline(ctx);
 	print_counters(&st);
+#ifdef DPFLOW_HAVE_GPU
+	dpflow_gpu_flow_unbind(st.gpu);
+#endif
 	dpflow_queue_destroy(st.q);
 	dpflow_ctx_destroy(ctx);
-	return 0;
+	return rc ? 1 : 0;
 }
