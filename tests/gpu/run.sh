@@ -1,0 +1,121 @@
+#!/bin/sh
+# Build dpflow with meson in its own directory and run every GPU test
+# (meson test --suite gpu), then the GPU benchmarks (meson benchmarks of
+# suite 'gpu') when there are any. Logs go to $OUT when set (else to
+# BUILD/gpu-logs). The last line printed is "N passed, N failed".
+#
+#   tests/gpu/run.sh                 # build in build-gpu-run
+#   GPU_BUILD=dir GPU_MESON_ARGS='-Dnative=false' tests/gpu/run.sh
+#
+# Where libpcap, libyaml, liburcu or Criterion are missing (a bare CUDA
+# machine), the Debian packages unpacked under .gpudeps/root (see
+# docs/gpu.md) are used instead, and only the GPU test programs are built.
+# The build is without -Werror for C (a newer host compiler must not stop
+# the GPU run over CPU code; CI keeps it); CUDA code keeps -Werror.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${GPU_BUILD:-$ROOT/build-gpu-run}
+LOG=${OUT:-$B/gpu-logs}
+mkdir -p "$LOG"
+export NVCC="${NVCC:-/usr/local/cuda/bin/nvcc}"
+MESON=meson
+command -v meson >/dev/null 2>&1 || MESON="python3 -m mesonbuild.mesonmain"
+
+if { [ -n "${GPU_BUNDLED:-}" ] ||
+	! pkg-config --exists libpcap yaml-0.1 liburcu-qsbr criterion 2>/dev/null; } &&
+	[ -d "$ROOT/.gpudeps/root" ]; then
+	D=$ROOT/.gpudeps/root
+	PC=$D/usr/lib/x86_64-linux-gnu/pkgconfig
+	export PATH="$D/usr/bin:$PATH" PKG_CONFIG="$D/usr/bin/pkgconf"
+	export PKG_CONFIG_PATH="$PC" PKG_CONFIG_LIBDIR="$PC"
+	export LD_LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	echo "run.sh: using the libraries unpacked in .gpudeps"
+fi
+
+{
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
+	"$NVCC" --version 2>&1 | tail -1
+} | tee "$LOG/gpu-env.txt"
+
+if [ ! -f "$B/build.ninja" ]; then
+	$MESON setup "$B" "$ROOT" -Dtests=true -Dgpu=enabled -Dwerror=false \
+		${GPU_MESON_ARGS:-} >"$LOG/gpu-setup.log" 2>&1 || {
+		tail -30 "$LOG/gpu-setup.log"
+		echo "meson setup failed"
+		echo "0 passed, 1 failed"
+		exit 1
+	}
+fi
+
+# Build only what the GPU tests and benchmarks run (-k 0: one program
+# that does not build does not stop the others).
+TARGETS=$($MESON introspect "$B" --tests --benchmarks 2>/dev/null | python3 -c '
+import json, os, sys
+b = os.path.realpath(sys.argv[1])
+seen = set()
+doc = json.load(sys.stdin)
+for t in doc["tests"] + doc["benchmarks"]:
+    if True:
+        if "gpu" in t.get("suite", []) or any(s.endswith(":gpu") for s in t.get("suite", [])):
+            p = os.path.realpath(t["cmd"][0])
+            if p.startswith(b + "/") and p not in seen:
+                seen.add(p)
+                print(os.path.relpath(p, b))
+' "$B")
+[ -n "$TARGETS" ] || TARGETS=nothing-to-build
+echo "run.sh: building $(echo $TARGETS | wc -w) GPU programs"
+ninja -C "$B" -k 0 $TARGETS >"$LOG/gpu-build.log" 2>&1 ||
+	grep -E "error|FAILED" "$LOG/gpu-build.log" | head -30
+
+# Run the tests whose programs built; the others count as failed.
+$MESON introspect "$B" --tests 2>/dev/null | python3 -c '
+import json, os, sys
+for t in json.load(sys.stdin):
+    if any(s.split(":")[-1] == "gpu" for s in t.get("suite", [])):
+        ok = os.path.exists(t["cmd"][0])
+        print(("run " if ok else "missing ") + t["name"])
+' >"$LOG/gpu-list.txt"
+RUN=$(sed -n 's/^run //p' "$LOG/gpu-list.txt")
+MISSING=$(sed -n 's/^missing //p' "$LOG/gpu-list.txt")
+[ -z "$MISSING" ] || echo "run.sh: did not build: $MISSING"
+rm -f "$B/meson-logs/testlog.json"
+if [ -n "$RUN" ]; then
+	$MESON test -C "$B" --no-rebuild --print-errorlogs --num-processes 1 \
+		$RUN 2>&1 | tee "$LOG/gpu-tests.log"
+fi
+cp "$B/meson-logs/testlog.json" "$LOG/gpu-testlog.json" 2>/dev/null ||
+	: >"$LOG/gpu-testlog.json"
+
+NB=$($MESON introspect "$B" --benchmarks 2>/dev/null | python3 -c '
+import json, sys
+print(sum(1 for t in json.load(sys.stdin) if any(s.split(":")[-1] == "gpu" for s in t.get("suite", []))))')
+if [ "${NB:-0}" -gt 0 ]; then
+	$MESON test -C "$B" --benchmark --suite gpu --no-rebuild \
+		--print-errorlogs --num-processes 1 --verbose 2>&1 |
+		tee "$LOG/gpu-bench.log"
+fi
+
+python3 - "$LOG/gpu-testlog.json" $MISSING <<'PY'
+import json, sys
+counts = {}
+try:
+    lines = open(sys.argv[1]).read().splitlines()
+except OSError:
+    lines = []
+rows = [json.loads(l) for l in lines if l.strip()]
+for r in rows:
+    counts[r["result"]] = counts.get(r["result"], 0) + 1
+    print("%-8s %-28s %6.1f s" % (r["result"], r["name"], r.get("duration", 0)))
+for name in sys.argv[2:]:
+    print("%-8s %-28s (did not build)" % ("FAIL", name))
+passed = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
+skipped = counts.get("SKIP", 0)
+failed = len(rows) - passed - skipped + len(sys.argv) - 2
+if not rows and failed == 0:
+    failed = 1
+line = "%d passed, %d failed" % (passed, failed)
+if skipped:
+    print("(%d skipped: no GPU?)" % skipped)
+print(line)
+sys.exit(1 if failed else 0)
+PY
