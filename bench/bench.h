@@ -16,7 +16,8 @@ struct bench_result {
 	double seconds;
 	uint64_t tsc_cycles;
 	uint64_t bytes;
-	const char *peer; /* NULL: no in-process peer */
+	const char *peer;   /* NULL: no in-process peer */
+	const char *target; /* "gpu"; NULL: "cpu" */
 	double peer_mpps;
 };
 
@@ -30,6 +31,10 @@ int bench_acl(int argc, char **argv);
 int bench_ct(int argc, char **argv);
 /* `dpflow bench lpm-512k`: LPM table, 512k IPv4 prefixes. */
 int bench_lpm(int argc, char **argv);
+
+/* `dpflow bench exact-1m|acl-10k --target gpu` (bench_gpu.c, built with
+ * the GPU target): @argv without --target. */
+int bench_gpu(const char *workload, int argc, char **argv);
 
 /* Print one result as a table row and a JSON line. */
 void bench_report(const struct bench_result *r);

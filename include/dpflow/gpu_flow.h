@@ -95,6 +95,72 @@ int dpflow_gpu_flow_pipe_stats(struct dpflow_gpu_flow *g,
 			       const struct dpflow_pipe *pipe,
 			       struct dpflow_pipe_stats *s);
 
+/* ---- benchmark support ---------------------------------------------------
+ *
+ * For `dpflow bench WORKLOAD --target gpu` (bench/bench_gpu.c): the plan's
+ * kernel alone over packets already in device memory, timed with CUDA
+ * events; verdicts and paths stay in device memory (one copy back on
+ * demand, for the check). Not for the data path.
+ */
+struct dpflow_gpu_flow_bench;
+
+/*
+ * Copy @n packets of @hdr_bytes each (frames at offset 0, packed at
+ * @hdrs; lengths @lens, at most @hdr_bytes) to device memory for plan @g,
+ * with room for their verdicts and paths. NULL with @err on failure.
+ */
+struct dpflow_gpu_flow_bench *
+dpflow_gpu_flow_bench_create(struct dpflow_gpu_flow *g, const uint8_t *hdrs,
+			     uint32_t hdr_bytes, const uint16_t *lens,
+			     uint64_t n, struct dpflow_error *err);
+void dpflow_gpu_flow_bench_destroy(struct dpflow_gpu_flow_bench *b);
+
+/*
+ * One kernel run over packets [@first, @first + @n) received on @port,
+ * waited for; then the sent packets in *@sent and the dropped ones in
+ * *@dropped (verdicts copied back). For the check against the CPU target.
+ */
+int dpflow_gpu_flow_bench_once(struct dpflow_gpu_flow_bench *b, uint16_t port,
+			       uint64_t first, uint64_t n, uint64_t *sent,
+			       uint64_t *dropped, struct dpflow_error *err);
+
+struct dpflow_gpu_flow_bench_stats {
+	uint64_t pkts;		  /* packets the timed runs handled */
+	unsigned runs;		  /* timed kernel runs over all packets */
+	double seconds;		  /* CUDA-event time of the timed runs */
+	double pps;		  /* packets per second */
+	double hdr_bytes_per_s;	  /* packet bytes read per second */
+	double out_bytes_per_s;	  /* verdict + path bytes written per s */
+	double min_run_s;	  /* the fastest single run */
+	unsigned blocks, threads; /* the launch shape */
+};
+
+/*
+ * @warmup untimed runs, then @runs timed runs, each over all packets. 0 or
+ * a negative errno with @err.
+ */
+int dpflow_gpu_flow_bench_time(struct dpflow_gpu_flow_bench *b, uint16_t port,
+			       unsigned warmup, unsigned runs,
+			       struct dpflow_gpu_flow_bench_stats *st,
+			       struct dpflow_error *err);
+
+/* Device packet counters of entries @e[0..n) (all of one pipe of @g's
+ * context), in *@pkts. 0 or a negative errno with @err. */
+int dpflow_gpu_flow_bench_entry_pkts(struct dpflow_gpu_flow *g,
+				     const struct dpflow_entry *const *e,
+				     uint32_t n, uint64_t *pkts,
+				     struct dpflow_error *err);
+
+/* Copy bandwidths of GPU @dev in bytes/s: pinned host->device and
+ * device->host of @bytes each, both at once (two streams), and device to
+ * device of @d2d_bytes. 0 or a negative errno with @err. */
+struct dpflow_gpu_copy_bw {
+	double h2d, d2h, both, d2d;
+};
+int dpflow_gpu_copy_bw_measure(int dev, size_t bytes, size_t d2d_bytes,
+			       struct dpflow_gpu_copy_bw *bw,
+			       struct dpflow_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,11 +48,11 @@ void bench_report(const struct bench_result *r)
 		       gbps * r->peer_mpps / mpps, "1.00x");
 	else
 		printf(" %9s\n", "-");
-	printf("{\"workload\":\"%s\",\"variant\":\"%s\",\"target\":\"cpu\","
+	printf("{\"workload\":\"%s\",\"variant\":\"%s\",\"target\":\"%s\","
 	       "\"workers\":1,\"mpps\":%.3f,\"cycles_per_pkt\":%.2f,"
 	       "\"gbps\":%.3f,\"tsc_hz\":%lu,",
-	       r->workload, r->variant, mpps, cpp, gbps,
-	       (unsigned long)dpflow_tsc_hz());
+	       r->workload, r->variant, r->target ? r->target : "cpu", mpps,
+	       cpp, gbps, (unsigned long)dpflow_tsc_hz());
 	if (r->peer)
 		printf("\"peer\":\"%s\",\"peer_mpps\":%.3f,\"ratio\":%.3f}\n",
 		       r->peer, r->peer_mpps, ratio);
@@ -71,7 +71,11 @@ static void usage(FILE *out)
 		     "(--variant table|pipe|all):\nthe table alone on packed "
 		     "keys, and the pipe through the flow engine on\n64-byte "
 		     "frames; each beside its DPDK peer in the same run.\n"
-		     "'dpflow bench WORKLOAD --help' lists its options.\n");
+		     "'dpflow bench WORKLOAD --help' lists its options.\n"
+		     "\nexact-1m and acl-10k take --target gpu (first option): "
+		     "the pipe on the GPU\ntarget, kernel only, beside the "
+		     "CPU target in the same run; exit 77 when\nthere is no "
+		     "GPU or dpflow was built without the GPU target.\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -87,6 +91,32 @@ int cmd_bench(int argc, char **argv)
 	if (dpflow_clock_init()) {
 		fprintf(stderr, "dpflow bench: cannot calibrate the clock\n");
 		return 1;
+	}
+	if (argc >= 4 && !strcmp(argv[2], "--target") &&
+	    strcmp(argv[3], "cpu")) {
+		if (strcmp(argv[3], "gpu")) {
+			fprintf(stderr,
+				"dpflow bench: unknown target '%s' "
+				"(cpu or gpu)\n",
+				argv[3]);
+			return 2;
+		}
+		/* argv[2..3] dropped: the workload's name then its options */
+		argv[3] = argv[1];
+#ifdef DPFLOW_HAVE_GPU
+		return bench_gpu(argv[1], argc - 3, argv + 3);
+#else
+		printf("# dpflow bench %s --target gpu: this dpflow was built "
+		       "without the GPU target (no nvcc): nothing measured "
+		       "(exit 77, skipped)\n",
+		       argv[1]);
+		return 77;
+#endif
+	}
+	if (argc >= 4 && !strcmp(argv[2], "--target")) {
+		argv[3] = argv[1]; /* --target cpu: the workload as it is */
+		argc -= 2;
+		argv += 2;
 	}
 	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(workloads); i++)
 		if (!strcmp(argv[1], workloads[i].name))

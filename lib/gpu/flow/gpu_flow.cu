@@ -219,23 +219,37 @@ __device__ static uint32_t lookup(const struct gpu_pipe *p, const uint8_t *key)
 	}
 }
 
-__global__ void gpu_flow_kernel(const struct gpu_pipe *pipes, int root,
-				uint16_t port, uint8_t *stage, uint32_t stride,
-				uint32_t n, struct gpu_result *res,
-				struct gpu_step *path, uint32_t path_max)
+/*
+ * Add 1 to the counter @a of the pipe (@label: the pipe and which
+ * counter) once per group of threads of the warp that add to the same one:
+ * the pipe counters are few addresses hit by every packet, and one atomic
+ * a warp instead of one a thread keeps them off the critical path. The
+ * sums are the same.
+ */
+__device__ static void stat_add(unsigned long long *a, unsigned label)
 {
-	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-	struct dpflow_pkt_meta *m;
+	unsigned mask = __activemask();
+	unsigned peers = __match_any_sync(mask, label);
+	unsigned lane = threadIdx.x & 31;
+
+	if (lane == (unsigned)(__ffs(peers) - 1))
+		atomicAdd(a, (unsigned long long)__popc(peers));
+}
+
+/*
+ * One packet through the graph from pipe @root, received on @port: the
+ * frame at @buf + m->data_off, its metadata @m (data_off and data_len
+ * set); parses, walks, records the path in @steps. Both kernels (a burst's
+ * and the benchmark's) run it.
+ */
+__device__ static struct gpu_result
+gpu_flow_pkt(const struct gpu_pipe *pipes, int root, uint16_t port,
+	     struct dpflow_pkt_meta *m, uint8_t *buf, struct gpu_step *steps,
+	     uint32_t path_max)
+{
 	struct gpu_result r = {0, 0, 0};
-	struct gpu_step *steps;
-	uint8_t *buf;
 	int p = root;
 
-	if (i >= n)
-		return;
-	m = (struct dpflow_pkt_meta *)(stage + (size_t)i * stride);
-	buf = (uint8_t *)(m + 1);
-	steps = path + (size_t)i * path_max;
 	dpflow_parse_frame_impl(buf + m->data_off, m->data_len, m);
 	/* pipeline state starts clean for every packet */
 	m->port = port;
@@ -248,14 +262,12 @@ __global__ void gpu_flow_kernel(const struct gpu_pipe *pipes, int root,
 		m->reg[k] = 0;
 	if (m->drop) {
 		r.value = m->drop;
-		res[i] = r;
-		return;
+		return r;
 	}
 	if (p < 0) {
 		r.value = DPFLOW_DROP_FLOW_NO_ROOT;
 		m->drop = DPFLOW_DROP_FLOW_NO_ROOT;
-		res[i] = r;
-		return;
+		return r;
 	}
 	for (;;) {
 		const struct gpu_pipe *pp = &pipes[p];
@@ -278,8 +290,8 @@ __global__ void gpu_flow_kernel(const struct gpu_pipe *pipes, int root,
 		steps[r.n_steps].bytes = m->data_len;
 		steps[r.n_steps].pipe = (uint8_t)p;
 		r.n_steps++;
-		atomicAdd(&pp->stats[0], 1ull);
-		atomicAdd(&pp->stats[miss ? 2 : 1], 1ull);
+		stat_add(&pp->stats[0], 4u * (unsigned)p);
+		stat_add(&pp->stats[miss ? 2 : 1], 4u * (unsigned)p + 1 + miss);
 		if (miss) {
 			f = pp->miss;
 		} else {
@@ -334,7 +346,47 @@ __global__ void gpu_flow_kernel(const struct gpu_pipe *pipes, int root,
 	}
 	if (!r.sent)
 		m->drop = (uint8_t)r.value;
-	res[i] = r;
+	return r;
+}
+
+__global__ void gpu_flow_kernel(const struct gpu_pipe *pipes, int root,
+				uint16_t port, uint8_t *stage, uint32_t stride,
+				uint32_t n, struct gpu_result *res,
+				struct gpu_step *path, uint32_t path_max)
+{
+	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+	struct dpflow_pkt_meta *m;
+
+	if (i >= n)
+		return;
+	m = (struct dpflow_pkt_meta *)(stage + (size_t)i * stride);
+	res[i] = gpu_flow_pkt(pipes, root, port, m, (uint8_t *)(m + 1),
+			      path + (size_t)i * path_max, path_max);
+}
+
+/*
+ * The benchmark's kernel (gpu_flow_bench.cu): packets of @hstride bytes
+ * at @hdrs (frame at offset 0, @lens bytes), already in device memory;
+ * the metadata lives in the thread (nothing goes back to a slot); the
+ * verdicts and paths stay in device memory. Grid-stride over @n.
+ */
+__global__ void gpu_flow_bench_kernel(const struct gpu_pipe *pipes, int root,
+				      uint16_t port, uint8_t *hdrs,
+				      uint32_t hstride, const uint16_t *lens,
+				      uint64_t n, struct gpu_result *res,
+				      struct gpu_step *path, uint32_t path_max)
+{
+	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
+
+	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	     i < n; i += step) {
+		struct dpflow_pkt_meta m;
+
+		memset(&m, 0, sizeof(m));
+		m.data_len = lens[i];
+		res[i] = gpu_flow_pkt(pipes, root, port, &m, hdrs + i * hstride,
+				      path + i * path_max, path_max);
+	}
 }
 
 /* ---- errors ------------------------------------------------------------- */
@@ -1066,5 +1118,105 @@ int dpflow_gpu_flow_pipe_stats(struct dpflow_gpu_flow *g,
 	s->pkts = v[0];
 	s->hits = v[1];
 	s->misses = v[2];
+	return 0;
+}
+
+/* ---- benchmark support (gpu_flow_internal.h) ---------------------------- */
+
+size_t gpu_flow_bench_res_bytes(void)
+{
+	return sizeof(struct gpu_result);
+}
+
+size_t gpu_flow_bench_path_bytes(const struct dpflow_gpu_flow *g)
+{
+	return g->path_max * sizeof(struct gpu_step);
+}
+
+int gpu_flow_bench_dev(const struct dpflow_gpu_flow *g)
+{
+	return g->dev;
+}
+
+void gpu_flow_bench_verdict(const void *res, uint64_t i, uint8_t *sent,
+			    uint16_t *value)
+{
+	const struct gpu_result *r = (const struct gpu_result *)res + i;
+
+	*sent = r->sent;
+	*value = r->value;
+}
+
+int gpu_flow_bench_launch(struct dpflow_gpu_flow *g, uint16_t port,
+			  uint8_t *d_hdrs, uint32_t hstride,
+			  const uint16_t *d_lens, uint64_t n, void *d_res,
+			  void *d_path, unsigned blocks, unsigned threads,
+			  cudaStream_t stream, struct dpflow_error *err)
+{
+	struct dpflow_ctx *ctx = g->ctx;
+	int root = -1;
+
+	if (__atomic_load_n(&ctx->batches, __ATOMIC_ACQUIRE) !=
+	    g->batches_synced) {
+		int rc = dpflow_gpu_flow_sync(g, err);
+
+		if (rc)
+			return rc;
+	}
+	if (port < ctx->n_ports && ctx->ports[port].root)
+		root = ctx->ports[port].root->id;
+	gpu_flow_bench_kernel<<<blocks, threads, 0, stream>>>(
+	    g->d_pipes, root, port, d_hdrs, hstride, d_lens, n,
+	    (struct gpu_result *)d_res, (struct gpu_step *)d_path, g->path_max);
+	CUDA_TRY(cudaGetLastError(), "benchmark kernel launch");
+	return 0;
+}
+
+int dpflow_gpu_flow_bench_entry_pkts(struct dpflow_gpu_flow *g,
+				     const struct dpflow_entry *const *e,
+				     uint32_t n, uint64_t *pkts,
+				     struct dpflow_error *err)
+{
+	unsigned long long *h = NULL;
+	size_t n_ctr;
+	int i;
+
+	if (!g || !n)
+		return 0;
+	if (!e || !pkts || !e[0])
+		return dpflow_error_set(err, EINVAL, "entries", "no entries");
+	i = pipe_index(g, e[0]->pipe);
+	if (i < 0)
+		return dpflow_error_set(err, EINVAL, "entries",
+					"not a pipe of the plan");
+	n_ctr = 2 * (size_t)e[0]->pipe->cfg.size;
+	h = (unsigned long long *)malloc(n_ctr * sizeof(*h));
+	if (!h)
+		return dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+	{
+		cudaError_t rc = cudaSetDevice(g->dev);
+
+		if (rc == cudaSuccess)
+			rc = cudaStreamSynchronize(g->stream);
+		if (rc == cudaSuccess)
+			rc = cudaMemcpy(h, g->pp[i].d_ctr, n_ctr * sizeof(*h),
+					cudaMemcpyDeviceToHost);
+		if (rc != cudaSuccess) {
+			free(h);
+			return cuda_fail(err, rc, "copy of entry counters");
+		}
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		if (!e[k] || e[k]->pipe != e[0]->pipe ||
+		    e[k]->index >= e[0]->pipe->cfg.size) {
+			free(h);
+			return dpflow_error_set(err, EINVAL, "entries",
+						"entry %u is not of the pipe",
+						k);
+		}
+		pkts[k] = h[2 * (size_t)e[k]->index] +
+			  g->pp[i].carry[2 * (size_t)e[k]->index];
+	}
+	free(h);
 	return 0;
 }
