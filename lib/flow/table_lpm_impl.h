@@ -63,7 +63,7 @@
 #define DPFLOW_LPM6_KEY_MAX	24u
 
 /* Lookups of a bulk call handled together (stage by stage). */
-#define DPFLOW_LPM_BULK_GROUP 64u
+#define DPFLOW_LPM_BULK_GROUP 64u /* at most 64: a group's bit mask */
 
 /*
  * IPv4 image header. Offsets are bytes from the header's first byte;
@@ -199,6 +199,16 @@ dpflow_lpm4_lookup_impl(const struct dpflow_lpm4_image *t, uint32_t addr)
 	return e;
 }
 
+/* Index of the lowest set bit of @x (not 0). */
+DPF_HD static inline unsigned dpflow_ctz64(uint64_t x)
+{
+#ifdef __CUDA_ARCH__
+	return (unsigned)(__ffsll((long long)x) - 1);
+#else
+	return (unsigned)__builtin_ctzll(x);
+#endif
+}
+
 /*
  * Look up @n addresses: values[i] gets the value of addrs[i]'s longest
  * prefix or DPFLOW_TABLE_MISS. Returns the number of hits.
@@ -206,8 +216,10 @@ dpflow_lpm4_lookup_impl(const struct dpflow_lpm4_image *t, uint32_t addr)
  * Groups of DPFLOW_LPM_BULK_GROUP: the tbl24 lines of a whole group are
  * prefetched first, so that their cache misses overlap, then resolved by
  * a loop kept to the few instructions that depend on each read (index,
- * load, test, store). Hits are counted afterwards, from the values just
- * written: a counter in the loop would make each iteration wait on its
+ * load, test, store); entries that go on to a tbl8 group have that line
+ * prefetched there and are resolved after the group's first level, so
+ * second-level misses overlap too. Hits are counted afterwards, from the values
+ * just written: a counter in the loop would make each iteration wait on its
  * miss and hold back the ones behind it.
  */
 DPF_HD static inline uint32_t
@@ -224,14 +236,28 @@ dpflow_lpm4_lookup_bulk_impl(const struct dpflow_lpm4_image *t,
 				   ? n
 				   : base + DPFLOW_LPM_BULK_GROUP;
 
+		uint64_t ext = 0; /* bit i - base: entry i goes on to tbl8 */
+
 		for (uint32_t i = base; i < end; i++)
 			DPFLOW_PREFETCH(&tbl24[addrs[i] >> 8]);
 		for (uint32_t i = base; i < end; i++) {
 			uint32_t a = addrs[i], e = ~tbl24[a >> 8];
 
-			if (DPFLOW_UNLIKELY(dpflow_lpm4_is_ext(e)))
-				e = tbl8[dpflow_lpm4_tbl8_index(e, a)];
 			values[i] = e;
+			if (DPFLOW_UNLIKELY(dpflow_lpm4_is_ext(e))) {
+				/* second level: start its miss now, resolve
+				 * it after the group's first level */
+				DPFLOW_PREFETCH(
+				    &tbl8[dpflow_lpm4_tbl8_index(e, a)]);
+				ext |= 1ull << (i - base);
+			}
+		}
+		while (ext) {
+			uint32_t i = base + (uint32_t)dpflow_ctz64(ext);
+
+			ext &= ext - 1;
+			values[i] =
+			    tbl8[dpflow_lpm4_tbl8_index(values[i], addrs[i])];
 		}
 	}
 	for (uint32_t i = 0; i < n; i++)
