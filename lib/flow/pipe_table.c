@@ -293,6 +293,26 @@ static uint32_t be_n(const uint8_t *p, unsigned bytes)
 	return v;
 }
 
+/* be_n() for the 1, 2 and 4-byte ACL fields, one load each. */
+static inline uint32_t be_word(const uint8_t *p, unsigned bytes)
+{
+	uint32_t w;
+	uint16_t h;
+
+	switch (bytes) {
+	case 4:
+		memcpy(&w, p, 4);
+		return __builtin_bswap32(w);
+	case 2:
+		memcpy(&h, p, 2);
+		return __builtin_bswap16(h);
+	case 1:
+		return p[0];
+	default:
+		return be_n(p, bytes);
+	}
+}
+
 static int acl_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
 {
 	struct acl_state *st = calloc(1, sizeof(*st));
@@ -457,7 +477,7 @@ static void acl_lookup(const struct dpflow_pipe *pipe, const void *image,
 		const uint8_t *k = keys + (size_t)i * DPFLOW_KEY_MAX;
 
 		for (unsigned f = 0; f < st->n_fields; f++)
-			words[i][f] = be_n(k + st->off[f], st->bytes[f]);
+			words[i][f] = be_word(k + st->off[f], st->bytes[f]);
 		ptrs[i] = words[i];
 	}
 	dpflow_acl_classify((const struct dpflow_acl_image *)image, ptrs, n,
