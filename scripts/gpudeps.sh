@@ -1,0 +1,28 @@
+#!/bin/sh
+# Unpack the Debian packages a bare CUDA machine lacks (libpcap, libyaml,
+# liburcu, pkgconf) into .gpudeps/root, so that tests/gpu/run.sh can build
+# and run there. Run on a Debian 12 machine with apt; nothing is installed.
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+D=$ROOT/.gpudeps
+mkdir -p "$D/debs" "$D/root"
+cd "$D/debs"
+apt-get download libpcap0.8 libpcap0.8-dev libyaml-0-2 libyaml-dev \
+	liburcu8 liburcu-dev pkgconf pkgconf-bin libpkgconf3 \
+	libdbus-1-dev libdbus-1-3 >/dev/null
+for f in *.deb; do dpkg -x "$f" "$D/root"; done
+PC=$D/root/usr/lib/x86_64-linux-gnu/pkgconfig
+for f in "$PC"/*.pc; do
+	sed -i -e 's|^prefix=.*|prefix=${pcfiledir}/../../..|' \
+		-e 's|^libdir=/usr/lib/x86_64-linux-gnu|libdir=${prefix}/lib/x86_64-linux-gnu|' \
+		-e 's|^includedir=/usr/include|includedir=${prefix}/include|' "$f"
+done
+# Criterion is not needed by the GPU programs; a stand-in keeps meson quiet.
+cat >"$PC/criterion.pc" <<PCEOF
+Name: criterion
+Description: stand-in (GPU-only build)
+Version: 2.4.1
+Libs:
+Cflags:
+PCEOF
+echo "gpudeps: $(ls "$D/debs" | wc -l) packages unpacked in $D/root"
