@@ -11,6 +11,10 @@ apt-get download libpcap0.8 libpcap0.8-dev libyaml-0-2 libyaml-dev \
 	liburcu8 liburcu-dev pkgconf pkgconf-bin libpkgconf3 \
 	libdbus-1-dev libdbus-1-3 >/dev/null
 for f in *.deb; do dpkg -x "$f" "$D/root"; done
+# merged-/usr packages (libdbus) put their libraries in /lib: one place
+if [ -d "$D/root/lib/x86_64-linux-gnu" ]; then
+	cp -a "$D/root/lib/x86_64-linux-gnu/." "$D/root/usr/lib/x86_64-linux-gnu/"
+fi
 PC=$D/root/usr/lib/x86_64-linux-gnu/pkgconfig
 for f in "$PC"/*.pc; do
 	sed -i -e 's|^prefix=.*|prefix=${pcfiledir}/../../..|' \

@@ -251,6 +251,12 @@ void *dpflow_gpu_sem_payload(struct dpflow_gpu_sem *sem, uint32_t item);
  * dpflow_gpu_kctl, CPU_GPU memory) whose device address the kernel takes
  * as an argument and polls (dpflow_gpu_dev_exit) until
  * dpflow_gpu_kernel_stop raises its exit flag.
+ *
+ * Kernels that wait on each other must all be loaded before the first one
+ * spins: dpflow_gpu_count/dpflow_gpu_open set CUDA_MODULE_LOADING=EAGER
+ * (unless it is set) before the process's first CUDA call. A program that
+ * calls CUDA before them should set it itself; with lazy loading the
+ * second kernel's first launch waits for the first kernel to end.
  */
 struct dpflow_gpu_kctl;
 

@@ -39,10 +39,27 @@ int dpflow_gpu_err_(struct dpflow_error *err, cudaError_t rc, const char *field,
 				cudaGetErrorName(rc));
 }
 
+/*
+ * Persistent kernels that wait on each other (semaphores, queues between
+ * kernels) must all be resident at once. With CUDA's lazy module loading
+ * (the default since CUDA 12), the first launch of a kernel loads its
+ * module, which waits for the kernels already running: a consumer spinning
+ * on a producer not yet loaded never sees it (both time out). Ask for eager
+ * loading before the runtime starts, unless the user chose a mode; it is
+ * read once, at the first CUDA call of the process.
+ */
+static void eager_module_loading(void)
+{
+	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+}
+
 extern "C" int dpflow_gpu_count(struct dpflow_error *err)
 {
 	int n = 0;
-	cudaError_t rc = cudaGetDeviceCount(&n);
+	cudaError_t rc;
+
+	eager_module_loading();
+	rc = cudaGetDeviceCount(&n);
 
 	if (rc != cudaSuccess) {
 		dpflow_error_set(err, ENODEV, "gpu", "no CUDA device: %s",
