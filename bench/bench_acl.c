@@ -6,7 +6,10 @@
  * /0 to /32), protocol TCP, UDP, ICMP or any, source ports mostly any,
  * destination ports exact, ranges or any; priorities in list order. --keys
  * keys: --match-pct of them drawn inside a random rule, the rest random
- * (some of those match wide rules too). Bursts of --burst keys go through
+ * (some of those match wide rules too). Rules, keys and the pipe
+ * variant's frames come from bench_acl_gen.c, which the GPU target's bench
+ * and tests/unit/test_acl_gpu_path.c share: a seed means the same rule set
+ * and packets in all of them. Bursts of --burst keys go through
  * dpflow_acl_classify() until --seconds have passed; the best of --trials
  * runs is reported. With DPDK, the same rules and keys go through
  * rte_acl_classify() in the same run (bench_acl_dpdk.c), each of its
@@ -23,6 +26,7 @@
 #include "flow/table_acl.h"
 
 #include "bench.h"
+#include "bench_acl_gen.h"
 #include "bench_common.h"
 #include "bench_dpdk.h"
 
@@ -38,165 +42,6 @@ struct acl_opts {
 	int variants;	  /* BENCH_VARIANT_* */
 	uint32_t packets; /* frames of the pipe variant */
 };
-
-static uint64_t rng_state;
-
-static uint64_t rng64(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint32_t rng_below(uint32_t n)
-{
-	return (uint32_t)(rng64() % n);
-}
-
-#define SRC_NETS 256
-#define DST_NETS 64
-
-static uint32_t src_net[SRC_NETS], dst_net[DST_NETS];
-
-static const uint16_t well_known[] = {
-    20,	  21,	22,   23,   25,	  53,	67,   69,   80,	   110,
-    119,  123,	137,  138,  139,  143,	161,  179,  389,   443,
-    445,  465,	514,  587,  636,  993,	995,  1433, 1521,  1723,
-    3306, 3389, 5060, 5432, 6379, 8080, 8443, 9000, 11211, 27017,
-};
-
-/* A prefix length: @pct[i] percent of the rules fall in class i of
- * /0, /8-15, /16-23, /24-31, /32. */
-static uint8_t prefix_len(const uint8_t pct[5])
-{
-	uint32_t p = rng_below(100), acc = 0;
-	static const uint8_t lo[5] = {0, 8, 16, 24, 32},
-			     span[5] = {1, 8, 8, 8, 1};
-
-	for (int c = 0; c < 5; c++) {
-		acc += pct[c];
-		if (p < acc)
-			return (uint8_t)(lo[c] + rng_below(span[c]));
-	}
-	return 32;
-}
-
-static uint32_t prefix_addr(uint32_t net, uint8_t len)
-{
-	uint32_t a = net | (uint32_t)(rng64() & 0xffff);
-
-	return len ? a & ~(uint32_t)((1ull << (32 - len)) - 1) : 0;
-}
-
-static void make_rule(struct bench_acl_rule *r, uint32_t rank)
-{
-	static const uint8_t src_pct[5] = {25, 10, 25, 20, 20};
-	static const uint8_t dst_pct[5] = {10, 5, 20, 25, 40};
-	uint32_t p = rng_below(100), x;
-
-	memset(r, 0, sizeof(*r));
-	r->rank = rank;
-	r->value = rank;
-	/* as in real ACLs, at least one address is specific (/8 or
-	 * longer) */
-	do {
-		r->src_len = prefix_len(src_pct);
-		r->dst_len = prefix_len(dst_pct);
-	} while (r->src_len < 8 && r->dst_len < 8);
-	r->src = prefix_addr(src_net[rng_below(SRC_NETS)], r->src_len);
-	r->dst = prefix_addr(dst_net[rng_below(DST_NETS)], r->dst_len);
-	r->proto_mask = 0xff;
-	r->proto = p < 45 ? 6 : p < 75 ? 17 : p < 80 ? 1 : 0;
-	if (p >= 80)
-		r->proto_mask = 0;
-	p = rng_below(100);
-	x = 1024 + rng_below(64512);
-	r->sport_lo = 0;
-	r->sport_hi = 65535;
-	if (p >= 75 && p < 85) {
-		r->sport_lo = 1024;
-	} else if (p >= 85 && p < 95) {
-		r->sport_lo = r->sport_hi = (uint16_t)x;
-	} else if (p >= 95) {
-		r->sport_lo = (uint16_t)x;
-		r->sport_hi = (uint16_t)(x + rng_below(65536 - x));
-	}
-	p = rng_below(100);
-	x = well_known[rng_below(DPFLOW_ARRAY_SIZE(well_known))];
-	r->dport_lo = 0;
-	r->dport_hi = 65535;
-	if (p < 40) {
-		r->dport_lo = r->dport_hi = (uint16_t)x;
-	} else if (p < 55) {
-		r->dport_lo = 1024;
-	} else if (p < 70) {
-		r->dport_lo = (uint16_t)x;
-		r->dport_hi = (uint16_t)(x + 1 + rng_below(100));
-	} else if (p < 75) {
-		r->dport_hi = 1023;
-	}
-}
-
-static uint32_t in_range(uint32_t lo, uint32_t hi)
-{
-	return lo + (uint32_t)(rng64() % ((uint64_t)hi - lo + 1));
-}
-
-static uint32_t in_prefix(uint32_t a, uint8_t len)
-{
-	uint32_t host = len ? (uint32_t)((1ull << (32 - len)) - 1) : UINT32_MAX;
-
-	return (a & ~host) | ((uint32_t)rng64() & host);
-}
-
-static void make_key(const struct bench_acl_rule *rules, uint32_t n_rules,
-		     uint32_t match_pct, uint32_t *k)
-{
-	static const uint8_t protos[] = {6, 6, 17, 17, 1, 47};
-
-	if (n_rules && rng_below(100) < match_pct) {
-		const struct bench_acl_rule *r = &rules[rng_below(n_rules)];
-
-		k[0] = r->proto_mask ? r->proto : rng_below(256);
-		k[1] = in_prefix(r->src, r->src_len);
-		k[2] = in_prefix(r->dst, r->dst_len);
-		k[3] = in_range(r->sport_lo, r->sport_hi);
-		k[4] = in_range(r->dport_lo, r->dport_hi);
-		return;
-	}
-	k[0] = protos[rng_below(DPFLOW_ARRAY_SIZE(protos))];
-	k[1] = rng_below(2) ? in_prefix(src_net[rng_below(SRC_NETS)], 16)
-			    : (uint32_t)rng64();
-	k[2] = rng_below(2) ? in_prefix(dst_net[rng_below(DST_NETS)], 16)
-			    : (uint32_t)rng64();
-	k[3] = rng_below(65536);
-	k[4] = rng_below(65536);
-}
-
-static bool rule_matches(const struct bench_acl_rule *r, const uint32_t *k)
-{
-	uint32_t sm =
-	    r->src_len ? ~(uint32_t)((1ull << (32 - r->src_len)) - 1) : 0;
-	uint32_t dm =
-	    r->dst_len ? ~(uint32_t)((1ull << (32 - r->dst_len)) - 1) : 0;
-
-	return (k[0] & r->proto_mask) == r->proto && (k[1] & sm) == r->src &&
-	       (k[2] & dm) == r->dst && k[3] >= r->sport_lo &&
-	       k[3] <= r->sport_hi && k[4] >= r->dport_lo &&
-	       k[4] <= r->dport_hi;
-}
-
-/* The first rule in rank order matching @k (rules are in rank order). */
-static uint32_t linear_scan(const struct bench_acl_rule *rules, uint32_t n,
-			    const uint32_t *k)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (rule_matches(&rules[i], k))
-			return rules[i].value;
-	return DPFLOW_TABLE_MISS;
-}
 
 static struct dpflow_acl_rules *load_rules(const struct bench_acl_rule *br,
 					   uint32_t n)
@@ -296,41 +141,6 @@ static double mpps_of(const struct impl *im)
 
 /* ---- pipe level --------------------------------------------------------- */
 
-/* The ACL pipe's per-entry fields: the table's layout, in its order. */
-static const uint16_t pipe_fields[] = {
-    DPFLOW_FIELD_OUTER_IP_PROTO, DPFLOW_FIELD_OUTER_IPV4_SRC,
-    DPFLOW_FIELD_OUTER_IPV4_DST, DPFLOW_FIELD_OUTER_L4_SPORT,
-    DPFLOW_FIELD_OUTER_L4_DPORT};
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-/* Rule @r as a pipe entry: masks for proto and prefixes, port ranges. */
-static void rule_entry(const struct bench_acl_rule *r,
-		       struct dpflow_entry_cfg *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->key[0] = r->proto;
-	e->mask[0] = r->proto_mask;
-	put_be32(e->key + 1, r->src);
-	put_be32(e->mask + 1,
-		 r->src_len ? ~(uint32_t)((1ull << (32 - r->src_len)) - 1) : 0);
-	put_be32(e->key + 5, r->dst);
-	put_be32(e->mask + 5,
-		 r->dst_len ? ~(uint32_t)((1ull << (32 - r->dst_len)) - 1) : 0);
-	e->range_set = 1u << 3 | 1u << 4;
-	e->range_lo[3] = r->sport_lo;
-	e->range_hi[3] = r->sport_hi;
-	e->range_lo[4] = r->dport_lo;
-	e->range_hi[4] = r->dport_hi;
-	e->priority = r->rank;
-}
-
 #ifdef DPFLOW_HAVE_DPDK
 struct peer_pass {
 	struct bench_dpdk_acl *a;
@@ -354,16 +164,31 @@ static uint64_t peer_parse_pass(void *arg)
 }
 #endif
 
+/* Packets the context dropped before the pipe (the parser's reasons). */
+static void report_drops(const struct bench_pipe *bp)
+{
+	uint64_t drops[DPFLOW_DROP__COUNT];
+
+	dpflow_ctx_drops(bp->ctx, drops);
+	for (unsigned r = 0; r < DPFLOW_DROP__COUNT; r++)
+		if (drops[r])
+			fprintf(stderr, "bench acl: pipe: %llu dropped: %s\n",
+				(unsigned long long)drops[r],
+				dpflow_drop_name(r));
+}
+
 /*
  * The ACL pipe through the flow engine: the same rules as entries of one
  * batch, --packets frames of keys drawn as the table variant draws them
  * (protocols other than TCP and UDP become one of those: frames are
  * TCP or UDP), in bursts through dpflow_ctx_process_burst(); the peer is
  * rte_net_get_ptype + the 5-tuple + rte_acl_classify, each of its methods
- * in turn, the fastest reported. @img answers for the check; @a is the
+ * in turn, the fastest reported. @g draws the frames' keys on from where
+ * the table variant's keys left it; @img answers for the check; @a is the
  * peer's classifier or NULL; @table_cpp the table variant's cycles.
  */
-static int run_pipe(const struct acl_opts *o, const struct bench_acl_rule *br,
+static int run_pipe(const struct acl_opts *o, struct bench_acl_gen *g,
+		    const struct bench_acl_rule *br,
 		    const struct dpflow_acl_image *img, void *a,
 		    double table_cpp)
 {
@@ -397,13 +222,13 @@ static int run_pipe(const struct acl_opts *o, const struct bench_acl_rule *br,
 		fprintf(stderr, "bench acl: out of memory\n");
 		goto out;
 	}
-	bench_pipe_cfg(&c, "acl", DPFLOW_PIPE_ACL, o->rules, pipe_fields,
-		       DPFLOW_ARRAY_SIZE(pipe_fields));
+	bench_pipe_cfg(&c, "acl", DPFLOW_PIPE_ACL, o->rules,
+		       bench_acl_pipe_fields, BENCH_ACL_FIELDS);
 	if (bench_pipe_create(&bp, &c, n))
 		goto out;
 	t0 = dpflow_tsc();
 	for (uint32_t i = 0; i < o->rules; i++) {
-		rule_entry(&br[i], &e);
+		bench_acl_rule_entry(&br[i], &e);
 		if (bench_pipe_add(&bp, &e))
 			goto out;
 	}
@@ -415,15 +240,8 @@ static int run_pipe(const struct acl_opts *o, const struct bench_acl_rule *br,
 		uint32_t *k = keys + (size_t)i * 5;
 		struct bench_flow f;
 
-		make_key(br, o->rules, o->match_pct, k);
-		if (k[0] != 6 && k[0] != 17)
-			k[0] = rng_below(2) ? 17 : 6;
+		bench_acl_gen_pkt_key(g, br, o->rules, o->match_pct, k, &f);
 		kp[i] = k;
-		f.proto = (uint8_t)k[0];
-		put_be32(f.src, k[1]);
-		put_be32(f.dst, k[2]);
-		f.sport = (uint16_t)k[3];
-		f.dport = (uint16_t)k[4];
 		if (bench_pipe_set_pkt(&bp, i, &f))
 			goto out;
 	}
@@ -439,6 +257,7 @@ static int run_pipe(const struct acl_opts *o, const struct bench_acl_rule *br,
 			"says %u hits of %u\n",
 			(unsigned long long)hits, (unsigned long long)misses,
 			expect, used);
+		report_drops(&bp);
 		goto out;
 	}
 	printf("# pipe: %u frames, %.1f%% match a rule\n", n,
@@ -527,6 +346,7 @@ out:
 
 static int run(const struct acl_opts *o)
 {
+	struct bench_acl_gen *g = malloc(sizeof(*g));
 	struct bench_acl_rule *br =
 	    calloc(o->rules ? o->rules : 1, sizeof(*br));
 	uint32_t *keys = calloc((size_t)o->keys * 5, sizeof(*keys));
@@ -552,19 +372,16 @@ static int run(const struct acl_opts *o)
 	static char peer_name[48];
 #endif
 
-	if (!br || !keys || !kp || !res || !peer_res) {
+	if (!g || !br || !keys || !kp || !res || !peer_res) {
 		fprintf(stderr, "bench acl: out of memory\n");
 		goto out;
 	}
-	rng_state = o->seed;
-	for (int i = 0; i < SRC_NETS; i++)
-		src_net[i] = (uint32_t)rng64() & 0xfff00000u;
-	for (int i = 0; i < DST_NETS; i++)
-		dst_net[i] = (uint32_t)rng64() & 0xffff0000u;
+	bench_acl_gen_init(g, o->seed);
 	for (uint32_t i = 0; i < o->rules; i++)
-		make_rule(&br[i], i);
+		bench_acl_gen_rule(g, &br[i], i);
 	for (uint32_t i = 0; i < o->keys; i++) {
-		make_key(br, o->rules, o->match_pct, keys + (size_t)i * 5);
+		bench_acl_gen_key(g, br, o->rules, o->match_pct,
+				  keys + (size_t)i * 5);
 		kp[i] = keys + (size_t)i * 5;
 	}
 
@@ -590,7 +407,8 @@ static int run(const struct acl_opts *o)
 	hits = dpflow_acl_classify(img, kp, o->keys, res);
 	sample = o->keys < 2000 ? o->keys : 2000;
 	for (uint32_t i = 0; i < sample; i++)
-		bad += res[i] != linear_scan(br, o->rules, kp[i]);
+		bad +=
+		    res[i] != bench_acl_linear_scan(br, o->rules, kp[i], NULL);
 	if (bad) {
 		fprintf(stderr,
 			"bench acl: %u of %u answers differ from a linear "
@@ -682,7 +500,7 @@ static int run(const struct acl_opts *o)
 #ifdef DPFLOW_HAVE_DPDK
 		pa = a;
 #endif
-		if (run_pipe(o, br, img, pa,
+		if (run_pipe(o, g, br, img, pa,
 			     best.pkts
 				 ? (double)best.tsc_cycles / (double)best.pkts
 				 : 0))
@@ -695,6 +513,7 @@ out:
 #endif
 	dpflow_acl_destroy(img);
 	dpflow_acl_rules_destroy(rl);
+	free(g);
 	free(br);
 	free(keys);
 	free(kp);

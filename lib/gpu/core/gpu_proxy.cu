@@ -209,15 +209,32 @@ static int do_rx(struct dpflow_gpu_proxy *px)
 		uint32_t r = (uint32_t)((q->rhead - 1) & (q->n_recs - 1));
 
 		q->db_stage[r] = px->rx_pos;
+		int which = 0;
+
 		rc = cudaMemcpyAsync(q->dev_ring + at, q->stage + at,
 				     q->bhead - b0, cudaMemcpyHostToDevice,
 				     q->stream);
-		if (rc == cudaSuccess)
+		if (rc == cudaSuccess) {
+			which = 1;
 			rc = cudaMemcpyAsync(&q->qdev->rx_doorbell,
 					     &q->db_stage[r], 8,
 					     cudaMemcpyHostToDevice, q->stream);
-		if (rc != cudaSuccess)
-			return cuda_fail(px, rc, "cudaMemcpyAsync of a burst");
+		}
+		if (rc != cudaSuccess) {
+			char what[192];
+
+			snprintf(what, sizeof(what),
+				 "cudaMemcpyAsync of a burst's %s (%llu bytes "
+				 "at %llu of %llu; record %u of %u; dev %p "
+				 "stage %p)",
+				 which ? "doorbell" : "frames",
+				 (unsigned long long)(q->bhead - b0),
+				 (unsigned long long)at,
+				 (unsigned long long)q->ring_bytes, r,
+				 q->n_recs, (void *)q->dev_ring,
+				 (void *)q->stage);
+			return cuda_fail(px, rc, what);
+		}
 		count(&px->st.copies_h2d, 1);
 	}
 	count(&px->st.rx_pkts, got);
@@ -279,9 +296,17 @@ static int copy_back(struct dpflow_gpu_proxy *px, struct dpflow_gpu_desc *d,
 			rc = cudaMemcpyAsync(q->stage + run_a,
 					     q->dev_ring + run_a, run_b - run_a,
 					     cudaMemcpyDeviceToHost, q->stream);
-			if (rc != cudaSuccess)
-				return cuda_fail(px, rc,
-						 "cudaMemcpyAsync back");
+			if (rc != cudaSuccess) {
+				char what[128];
+
+				snprintf(what, sizeof(what),
+					 "cudaMemcpyAsync back (%llu bytes at "
+					 "%llu of %llu)",
+					 (unsigned long long)(run_b - run_a),
+					 (unsigned long long)run_a,
+					 (unsigned long long)q->ring_bytes);
+				return cuda_fail(px, rc, what);
+			}
 			count(&px->st.copies_d2h, 1);
 		}
 		in_run = i < n;
