@@ -35,6 +35,9 @@ int bench_lpm(int argc, char **argv);
 /* `dpflow bench exact-1m|acl-10k --target gpu` (bench_gpu.c, built with
  * the GPU target): @argv without --target. */
 int bench_gpu(const char *workload, int argc, char **argv);
+/* `dpflow bench e2e --target gpu` (bench_gpu_e2e.c): @argv without
+ * --target, the workload's name first. */
+int bench_gpu_e2e(int argc, char **argv);
 
 /* Print one result as a table row and a JSON line. */
 void bench_report(const struct bench_result *r);

@@ -640,19 +640,19 @@ DPF_HD static inline unsigned dpflow_ct_next(unsigned st, unsigned cls,
 		break;
 	case DPFLOW_CT_FIN_WAIT:
 		if (cls == DPFLOW_CT_C_ACK)
-			return same ? st : DPFLOW_CT_CLOSE_WAIT;
+			return same ? st : (unsigned)DPFLOW_CT_CLOSE_WAIT;
 		if (cls == DPFLOW_CT_C_FIN)
-			return same ? st : DPFLOW_CT_LAST_ACK;
+			return same ? st : (unsigned)DPFLOW_CT_LAST_ACK;
 		break;
 	case DPFLOW_CT_CLOSE_WAIT:
 		if (cls == DPFLOW_CT_C_ACK)
 			return st;
 		if (cls == DPFLOW_CT_C_FIN)
-			return same ? st : DPFLOW_CT_LAST_ACK;
+			return same ? st : (unsigned)DPFLOW_CT_LAST_ACK;
 		break;
 	case DPFLOW_CT_LAST_ACK:
 		if (cls == DPFLOW_CT_C_ACK)
-			return same ? DPFLOW_CT_TIME_WAIT : st;
+			return same ? (unsigned)DPFLOW_CT_TIME_WAIT : st;
 		if (cls == DPFLOW_CT_C_FIN)
 			return st;
 		break;

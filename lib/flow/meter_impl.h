@@ -218,7 +218,8 @@ DPF_HD static inline unsigned dpflow_meter_color_impl(struct dpflow_meter *m,
 {
 	uint64_t last, credit_c = 0, credit_p = 0, tok, ntok;
 	uint32_t c, e, c0, e0;
-	unsigned color, in = m->color_aware ? in_color : DPFLOW_METER_GREEN;
+	unsigned color,
+	    in = m->color_aware ? in_color : (unsigned)DPFLOW_METER_GREEN;
 	bool trtcm = m->alg == DPFLOW_METER_TRTCM;
 
 	if (m->alg == DPFLOW_METER_NONE)

@@ -6,6 +6,7 @@
 #
 #   tests/gpu/run.sh                 # build in build-gpu-run
 #   GPU_BUILD=dir GPU_MESON_ARGS='-Dnative=false' tests/gpu/run.sh
+#   GPU_BUILD=dir GPU_NO_BUILD=1 tests/gpu/run.sh   # programs built elsewhere
 #
 # Where libpcap, libyaml, liburcu or Criterion are missing (a bare CUDA
 # machine), the Debian packages unpacked under .gpudeps/root (see
@@ -63,9 +64,13 @@ for t in doc["tests"] + doc["benchmarks"]:
                 print(os.path.relpath(p, b))
 ' "$B")
 [ -n "$TARGETS" ] || TARGETS=nothing-to-build
-echo "run.sh: building $(echo $TARGETS | wc -w) GPU programs"
-ninja -C "$B" -k 0 $TARGETS >"$LOG/gpu-build.log" 2>&1 ||
-	grep -E "error|FAILED" "$LOG/gpu-build.log" | head -30
+if [ -n "${GPU_NO_BUILD:-}" ]; then
+	echo "run.sh: GPU_NO_BUILD set: running the programs built in $B"
+else
+	echo "run.sh: building $(echo $TARGETS | wc -w) GPU programs"
+	ninja -C "$B" -k 0 $TARGETS >"$LOG/gpu-build.log" 2>&1 ||
+		grep -E "error|FAILED" "$LOG/gpu-build.log" | head -30
+fi
 
 # Run the tests whose programs built; the others count as failed.
 $MESON introspect "$B" --tests 2>/dev/null | python3 -c '
@@ -95,8 +100,32 @@ if [ "${NB:-0}" -gt 0 ]; then
 		tee "$LOG/gpu-bench.log"
 fi
 
+# The GPU benchmarks (dpflow bench ... --target gpu), unless GPU_NO_BENCH:
+# each one's log in $LOG, its headline figures in the summary below.
+DPFLOW=$B/tools/dpflow/dpflow
+: >"$LOG/gpu-bench-summary.txt"
+if [ -z "${GPU_NO_BENCH:-}" ] && [ -x "$DPFLOW" ]; then
+	[ -n "${GPU_NO_BUILD:-}" ] ||
+		ninja -C "$B" tools/dpflow/dpflow >>"$LOG/gpu-build.log" 2>&1
+	for b in "exact-1m --target gpu --trials 3" \
+		"acl-10k --target gpu --trials 3" \
+		"e2e --target gpu" "e2e --target gpu --hdr-split 64" \
+		"e2e --target gpu --size 1500" \
+		"e2e --target gpu --size 1500 --path device"; do
+		f=$LOG/bench-$(echo "$b" | tr -c 'a-z0-9\n' '_').log
+		echo "run.sh: dpflow bench $b"
+		timeout 300 "$DPFLOW" bench $b >"$f" 2>&1
+		rc=$?
+		{
+			echo "== dpflow bench $b (exit $rc)"
+			grep -E "^# (gpu kernel|copies|goal|latency|  )" "$f" |
+				cut -c1-150
+		} >>"$LOG/gpu-bench-summary.txt"
+	done
+fi
+
 python3 - "$LOG/gpu-testlog.json" $MISSING <<'PY'
-import json, sys
+import json, os, sys
 counts = {}
 try:
     lines = open(sys.argv[1]).read().splitlines()
@@ -108,6 +137,13 @@ for r in rows:
     print("%-8s %-28s %6.1f s" % (r["result"], r["name"], r.get("duration", 0)))
 for name in sys.argv[2:]:
     print("%-8s %-28s (did not build)" % ("FAIL", name))
+try:
+    bench = open(os.path.join(os.path.dirname(sys.argv[1]),
+                              "gpu-bench-summary.txt")).read().strip()
+except OSError:
+    bench = ""
+if bench:
+    print(bench)
 passed = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
 skipped = counts.get("SKIP", 0)
 failed = len(rows) - passed - skipped + len(sys.argv) - 2

@@ -75,7 +75,10 @@ static void usage(FILE *out)
 		     "\nexact-1m and acl-10k take --target gpu (first option): "
 		     "the pipe on the GPU\ntarget, kernel only, beside the "
 		     "CPU target in the same run; exit 77 when\nthere is no "
-		     "GPU or dpflow was built without the GPU target.\n");
+		     "GPU or dpflow was built without the GPU target.\n"
+		     "e2e --target gpu: the exact-1m pipeline end to end "
+		     "through the CPU\nproxy and the queue-fed kernel, beside "
+		     "the CPU target (--help lists\nits options).\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -104,6 +107,8 @@ int cmd_bench(int argc, char **argv)
 		/* argv[2..3] dropped: the workload's name then its options */
 		argv[3] = argv[1];
 #ifdef DPFLOW_HAVE_GPU
+		if (!strcmp(argv[1], "e2e"))
+			return bench_gpu_e2e(argc - 3, argv + 3);
 		return bench_gpu(argv[1], argc - 3, argv + 3);
 #else
 		printf("# dpflow bench %s --target gpu: this dpflow was built "

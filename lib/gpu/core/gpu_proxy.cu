@@ -220,6 +220,70 @@ static int do_rx(struct dpflow_gpu_proxy *px)
 					     &q->db_stage[r], 8,
 					     cudaMemcpyHostToDevice, q->stream);
 		}
+		if (rc != cudaSuccess && getenv("DPFLOW_GPU_DEBUG")) {
+			/* temporary: which byte range does CUDA refuse? */
+			cudaPointerAttributes pa;
+			uint64_t len = q->bhead - b0;
+			const char *names[4] = {"dev", "dev_end", "stage",
+						"stage_end"};
+			const void *ptrs[4] = {
+			    q->dev_ring + at, q->dev_ring + at + len - 1,
+			    q->stage + at, q->stage + at + len - 1};
+
+			cudaGetLastError();
+			for (int i = 0; i < 4; i++) {
+				cudaError_t e =
+				    cudaPointerGetAttributes(&pa, ptrs[i]);
+				fprintf(stderr,
+					"debug: %s %p: rc %d type %d dev %p "
+					"host %p\n",
+					names[i], ptrs[i], (int)e, (int)pa.type,
+					pa.devicePointer, pa.hostPointer);
+			}
+			for (uint64_t off = 0; off < len; off += 64) {
+				cudaError_t e = cudaMemcpyAsync(
+				    q->dev_ring + at + off, q->stage + at + off,
+				    64, cudaMemcpyHostToDevice, q->stream);
+				if (e != cudaSuccess) {
+					fprintf(stderr,
+						"debug: 64 bytes at %llu: %s\n",
+						(unsigned long long)(at + off),
+						cudaGetErrorString(e));
+					cudaGetLastError();
+					break;
+				}
+			}
+			{
+				cudaError_t e1 = cudaMemcpyAsync(
+				    q->dev_ring + at, q->stage + at, len,
+				    cudaMemcpyHostToDevice, q->stream);
+				cudaError_t e2 =
+				    cudaStreamSynchronize(q->stream);
+				cudaError_t e3 = cudaMemcpyAsync(
+				    q->dev_ring + at, q->stage + at, len,
+				    cudaMemcpyHostToDevice, q->stream);
+				cudaError_t e4 =
+				    cudaMemcpy(q->dev_ring + at, q->stage + at,
+					       len, cudaMemcpyHostToDevice);
+				cudaError_t e5 = cudaMemcpyAsync(
+				    q->dev_ring + at, q->stage + at, len,
+				    cudaMemcpyDefault, q->stream);
+				fprintf(stderr,
+					"debug: retry %d, sync %d, again %d, "
+					"sync copy %d, default kind %d\n",
+					(int)e1, (int)e2, (int)e3, (int)e4,
+					(int)e5);
+				cudaGetLastError();
+			}
+			fprintf(stderr,
+				"debug: bhead %llu btail %llu rhead %llu rtail "
+				"%llu b0 %llu\n",
+				(unsigned long long)q->bhead,
+				(unsigned long long)q->btail,
+				(unsigned long long)q->rhead,
+				(unsigned long long)q->rtail,
+				(unsigned long long)b0);
+		}
 		if (rc != cudaSuccess) {
 			char what[192];
 
@@ -264,6 +328,16 @@ static void free_slot(struct dpflow_gpu_proxy *px, uint32_t slot)
 	dpflow_pool_free_bulk(px->pool, &slot, 1);
 }
 
+/* DEVICE path: the frame's bytes in the ring lie inside it (a descriptor
+ * the kernel wrote is not trusted). */
+static bool in_ring(const struct dpflow_gpu_queue *q,
+		    const struct dpflow_gpu_desc *d)
+{
+	return (uint64_t)d->dslot * 64 +
+		   std::min<uint32_t>(d->len, q->copy_len) <=
+	       q->ring_bytes;
+}
+
 /*
  * DEVICE path: copy the frames of @d[0..n) back from the device ring into
  * the staging mirror, one copy per run of adjacent frames, then into
@@ -282,8 +356,7 @@ static int copy_back(struct dpflow_gpu_proxy *px, struct dpflow_gpu_desc *d,
 
 		if (i < n) {
 			if ((d[i].flags & DPFLOW_GPU_DESC_F_DROP) ||
-			    (uint64_t)d[i].dslot * 64 + q->copy_len >
-				q->ring_bytes)
+			    !in_ring(q, &d[i]))
 				continue;
 			a = (uint64_t)d[i].dslot * 64;
 			b = a + std::min<uint32_t>(d[i].len, q->copy_len);
@@ -317,8 +390,7 @@ static int copy_back(struct dpflow_gpu_proxy *px, struct dpflow_gpu_desc *d,
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
 		if ((d[i].flags & DPFLOW_GPU_DESC_F_DROP) ||
-		    d[i].slot >= px->pool->n_slots ||
-		    (uint64_t)d[i].dslot * 64 + q->copy_len > q->ring_bytes)
+		    d[i].slot >= px->pool->n_slots || !in_ring(q, &d[i]))
 			continue;
 		memcpy(dpflow_pkt_data(px->pool, d[i].slot),
 		       q->stage + (uint64_t)d[i].dslot * 64,

@@ -32,4 +32,50 @@ int gpu_flow_bench_launch(struct dpflow_gpu_flow *g, uint16_t port,
 			  void *d_path, unsigned blocks, unsigned threads,
 			  cudaStream_t stream, struct dpflow_error *err);
 
+/* ---- queue-fed kernel support (gpu_flow.cu's last section) ---------------
+ *
+ * What gpu_flow_queue.cu needs of a plan: facts about its pipes, and a
+ * second copy of its versioned parts for the version flip.
+ */
+struct gpu_flow_qk_info {
+	int dev;	   /* the plan's CUDA device */
+	int root;	   /* the port's root pipe, -1: none */
+	uint32_t path_max; /* steps of a packet's path, at most */
+	bool edits;	   /* some action rewrites packets */
+	bool moves;	   /* some action moves the frame's start (VLAN push
+			      or pop, encap, decap) */
+	bool encap;	   /* some action encapsulates (its UDP checksum may
+			      read the whole frame) */
+	/* what the queue-fed kernel cannot run ("pipe 'x': a meter"), or "" */
+	char refused[96];
+};
+void gpu_flow_qk_info(const struct dpflow_gpu_flow *g, uint16_t port,
+		      struct gpu_flow_qk_info *info);
+/* True when an entry batch was published since the last sync or build. */
+bool gpu_flow_qk_stale(const struct dpflow_gpu_flow *g);
+
+/*
+ * Copy 1 of the plan's images, entry arrays and pipe array (copy 0 is the
+ * plan's own); counters are shared. Create and destroy while no kernel
+ * uses copy 1 (destroy frees device memory: it waits for every kernel).
+ */
+struct gpu_flow_versions;
+struct gpu_flow_versions *gpu_flow_versions_create(struct dpflow_gpu_flow *g,
+						   struct dpflow_error *err);
+void gpu_flow_versions_destroy(struct dpflow_gpu_flow *g,
+			       struct gpu_flow_versions *v);
+/* Device address of copy @copy's pipe array (struct gpu_pipe[n_pipes]). */
+const void *gpu_flow_versions_plan(const struct dpflow_gpu_flow *g,
+				   const struct gpu_flow_versions *v,
+				   unsigned copy);
+/*
+ * Write the context's current generation into copy @copy (which no
+ * kernel may be reading), restart the counters of entries new since the
+ * last build, and wait for the copies. Copies only: safe while a
+ * persistent kernel reads the other copy. 0 or a negative errno with @err.
+ */
+int gpu_flow_versions_build(struct dpflow_gpu_flow *g,
+			    struct gpu_flow_versions *v, unsigned copy,
+			    struct dpflow_error *err);
+
 #endif /* DPFLOW_GPU_FLOW_INTERNAL_H */
