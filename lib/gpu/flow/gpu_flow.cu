@@ -30,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu_flow_feat.cuh"
+#include "gpu_flow_internal.h"
 
 extern "C" {
 #include "dpflow/clock.h"
@@ -134,15 +135,56 @@ __global__ void gpu_flow_kernel(const struct gpu_pipe *pipes, int root,
 
 /*
  * The benchmark's kernel (gpu_flow_bench.cu): packets of @hstride bytes
- * at @hdrs (frame at offset 0, @lens bytes), already in device memory;
- * the metadata lives in the thread (nothing goes back to a slot); the
- * verdicts and paths stay in device memory. Grid-stride over @n.
+ * (at most GPU_BENCH_STRIDE_MAX, a multiple of 16) at @hdrs (frame at
+ * offset 0, @lens bytes), already in device memory; the metadata lives in
+ * the thread (nothing goes back to a slot); the verdicts and paths stay in
+ * device memory. Grid-stride over @n, a block's packets at a time: the
+ * block first copies its packets' bytes into shared memory with 16-byte
+ * loads that neighbouring threads make to neighbouring addresses (one
+ * transaction a line), then each thread parses and walks its packet there
+ * (the byte-wise parser reading device memory directly would make every
+ * load of a warp touch 32 lines).
  */
-__global__ void gpu_flow_bench_kernel(const struct gpu_pipe *pipes, int root,
-				      uint16_t port, uint8_t *hdrs,
-				      uint32_t hstride, const uint16_t *lens,
-				      uint64_t n, struct gpu_result *res,
-				      struct gpu_step *path, uint32_t path_max)
+__global__ void __launch_bounds__(GPU_BENCH_THREADS, GPU_BENCH_MIN_BLOCKS)
+    gpu_flow_bench_kernel(const struct gpu_pipe *pipes, int root, uint16_t port,
+			  uint8_t *hdrs, uint32_t hstride, const uint16_t *lens,
+			  uint64_t n, struct gpu_result *res,
+			  struct gpu_step *path, uint32_t path_max)
+{
+	__shared__ uint4 win[GPU_BENCH_THREADS * GPU_BENCH_STRIDE_MAX / 16];
+	uint32_t vecs = hstride / 16; /* 16-byte words a packet */
+	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
+
+	for (uint64_t base = (uint64_t)blockIdx.x * blockDim.x; base < n;
+	     base += step) {
+		uint32_t cnt =
+		    (uint32_t)(n - base < blockDim.x ? n - base : blockDim.x);
+		const uint4 *src = (const uint4 *)(hdrs + base * hstride);
+		uint64_t i = base + threadIdx.x;
+
+		__syncthreads(); /* the last round's readers are done */
+		for (uint32_t w = threadIdx.x; w < cnt * vecs; w += blockDim.x)
+			win[w] = src[w];
+		__syncthreads();
+		if (threadIdx.x < cnt) {
+			struct dpflow_pkt_meta m;
+
+			memset(&m, 0, sizeof(m));
+			m.data_len = lens[i];
+			res[i] =
+			    gpu_flow_pkt(pipes, root, port, &m,
+					 (uint8_t *)(win + threadIdx.x * vecs),
+					 path + i * path_max, path_max);
+		}
+	}
+}
+
+/* The benchmark kernel without the staging (DPFLOW_GPU_BENCH_DIRECT set):
+ * each thread parses its packet in device memory. For comparison. */
+__global__ void gpu_flow_bench_direct_kernel(
+    const struct gpu_pipe *pipes, int root, uint16_t port, uint8_t *hdrs,
+    uint32_t hstride, const uint16_t *lens, uint64_t n, struct gpu_result *res,
+    struct gpu_step *path, uint32_t path_max)
 {
 	uint64_t step = (uint64_t)gridDim.x * blockDim.x;
 
@@ -1255,6 +1297,16 @@ int gpu_flow_bench_launch(struct dpflow_gpu_flow *g, uint16_t port,
 	struct dpflow_ctx *ctx = g->ctx;
 	int root = -1;
 
+	if (hstride == 0 || hstride % 16 || hstride > GPU_BENCH_STRIDE_MAX ||
+	    ((uintptr_t)d_hdrs & 15) || threads != GPU_BENCH_THREADS)
+		return dpflow_error_set(err, EINVAL, "hstride",
+					"benchmark packets of %u bytes at %p "
+					"in blocks of %u threads: a multiple "
+					"of 16 bytes up to %u, 16-byte "
+					"aligned, %u threads expected",
+					hstride, (void *)d_hdrs, threads,
+					GPU_BENCH_STRIDE_MAX,
+					GPU_BENCH_THREADS);
 	if (__atomic_load_n(&ctx->batches, __ATOMIC_ACQUIRE) !=
 	    g->batches_synced) {
 		int rc = dpflow_gpu_flow_sync(g, err);
@@ -1264,9 +1316,16 @@ int gpu_flow_bench_launch(struct dpflow_gpu_flow *g, uint16_t port,
 	}
 	if (port < ctx->n_ports && ctx->ports[port].root)
 		root = ctx->ports[port].root->id;
-	gpu_flow_bench_kernel<<<blocks, threads, 0, stream>>>(
-	    g->d_pipes, root, port, d_hdrs, hstride, d_lens, n,
-	    (struct gpu_result *)d_res, (struct gpu_step *)d_path, g->path_max);
+	if (getenv("DPFLOW_GPU_BENCH_DIRECT"))
+		gpu_flow_bench_direct_kernel<<<blocks, threads, 0, stream>>>(
+		    g->d_pipes, root, port, d_hdrs, hstride, d_lens, n,
+		    (struct gpu_result *)d_res, (struct gpu_step *)d_path,
+		    g->path_max);
+	else
+		gpu_flow_bench_kernel<<<blocks, threads, 0, stream>>>(
+		    g->d_pipes, root, port, d_hdrs, hstride, d_lens, n,
+		    (struct gpu_result *)d_res, (struct gpu_step *)d_path,
+		    g->path_max);
 	CUDA_TRY(cudaGetLastError(), "benchmark kernel launch");
 	return 0;
 }

@@ -92,7 +92,7 @@ static int bench_alloc(struct dpflow_gpu_flow_bench *b, const uint8_t *hdrs,
 			cudaMemcpyHostToDevice),
 	     "copy of the lengths");
 	/* a grid that fills the GPU (grid-stride over the packets) */
-	b->threads = 256;
+	b->threads = GPU_BENCH_THREADS;
 	b->blocks = (unsigned)prop.multiProcessorCount * 8;
 	if ((uint64_t)b->blocks * b->threads > n)
 		b->blocks = (unsigned)((n + b->threads - 1) / b->threads);

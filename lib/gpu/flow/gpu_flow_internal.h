@@ -12,6 +12,13 @@
 
 #include "dpflow/gpu_flow.h"
 
+/* The benchmark kernel's blocks: threads, the blocks an SM must hold (a
+ * register budget for the compiler), and the largest packet stride it
+ * stages in shared memory. */
+#define GPU_BENCH_THREADS    256
+#define GPU_BENCH_MIN_BLOCKS 3
+#define GPU_BENCH_STRIDE_MAX 128
+
 /* Bytes of one packet's verdict, and of one packet's path. */
 size_t gpu_flow_bench_res_bytes(void);
 size_t gpu_flow_bench_path_bytes(const struct dpflow_gpu_flow *g);
