@@ -20,12 +20,14 @@
  * work unchanged; the device counters are read with
  * dpflow_gpu_flow_entry_counter() and dpflow_gpu_flow_pipe_stats().
  *
- * Supported now: pipe types basic, control, acl, lpm (IPv4, IPv6, with
- * exact fields) and hash; every action except mirror; forwarding to a
- * port, a pipe, drop or per entry; per-entry counters and pipe hit/miss
- * counters. Refused at bind time (or by sync, for entries), with an error
- * naming what: ct pipes, meters, aging, shared counters, RSS and handler
- * forwarding, mirror.
+ * Supported: every pipe type (basic, control, acl, lpm, hash, ct), every
+ * action (mirror included), every monitor (per-entry and shared counters,
+ * per-entry and shared meters with colour forwarding, aging) and every
+ * forwarding kind (port, pipe, drop, per entry, RSS, handler). Plans with
+ * CT pipes or meters run an ordered kernel that keeps the CPU's packet
+ * order per connection and per meter (docs/gpu.md). Refused at bind time,
+ * naming the pipe: a graph whose paths can make more than 8 mirror copies
+ * of one packet, more than 64 distinct handlers in one plan.
  *
  * Entry batches: dpflow_gpu_flow_process() syncs by itself before a
  * burst when a batch was published since the last sync (the context
@@ -55,8 +57,7 @@ struct dpflow_gpu_flow;
 /*
  * Build the device plan of @ctx's pipes on CUDA device @gpu_dev_index.
  * Returns the plan, or NULL with @err: ENODEV (no such GPU), ENOTSUP
- * ("... is not supported on the GPU target yet", naming the pipe and
- * what), ENOMEM or a CUDA error. The context must outlive the plan.
+ * (naming the pipe and what: the limits above), ENOMEM or a CUDA error. The context must outlive the plan.
  */
 struct dpflow_gpu_flow *dpflow_gpu_flow_bind(struct dpflow_ctx *ctx,
 					     int gpu_dev_index,
