@@ -10,6 +10,9 @@
 
 #include "gpu/core/gpu_internal.h"
 
+/* Allocation unit of the DEVICE path's byte rings. */
+#define RING_ALLOC_UNIT (2u << 20)
+
 #define QUEUE_SIZE_DEFAULT 1024
 #define QUEUE_SIZE_MAX	   (1u << 20)
 
@@ -105,6 +108,7 @@ dpflow_gpu_queue_create(struct dpflow_gpu *gpu,
 	} else {
 		uint32_t recs =
 		    params->dev_slots ? params->dev_slots : 2 * size;
+		uint64_t ring_alloc;
 
 		if (recs & (recs - 1)) {
 			dpflow_error_set(err, EINVAL, "dev_slots",
@@ -118,11 +122,21 @@ dpflow_gpu_queue_create(struct dpflow_gpu *gpu,
 		q->copy_max = round64(q->copy_len);
 		q->n_recs = recs;
 		q->ring_bytes = (uint64_t)recs * q->copy_max;
-		if (dpflow_gpu_mem_alloc(gpu, q->ring_bytes, 4096,
+		/*
+		 * Both rings in allocations of whole 2 MiB units: on the
+		 * H200, a burst's copy across a 4 KiB page of a 256 KiB
+		 * ring (header split) was refused with "invalid argument"
+		 * while the same bytes went in 64-byte copies; small
+		 * allocations are carved out of shared units by CUDA, and a
+		 * unit of their own avoids whatever range check that trips.
+		 */
+		ring_alloc = (q->ring_bytes + RING_ALLOC_UNIT - 1) &
+			     ~(uint64_t)(RING_ALLOC_UNIT - 1);
+		if (dpflow_gpu_mem_alloc(gpu, ring_alloc, 4096,
 					 DPFLOW_GPU_MEM_GPU, NULL, &h, err) < 0)
 			goto fail;
 		q->dev_ring = (uint8_t *)h;
-		if (dpflow_gpu_mem_alloc(gpu, q->ring_bytes, 4096,
+		if (dpflow_gpu_mem_alloc(gpu, ring_alloc, 4096,
 					 DPFLOW_GPU_MEM_CPU_GPU, &h, NULL,
 					 err) < 0)
 			goto fail;
