@@ -281,3 +281,30 @@ void bench_pipe_stats(const struct bench_pipe *bp, uint64_t *hits,
 	*hits = s.hits;
 	*misses = s.misses;
 }
+
+uint32_t bench_scramble(uint32_t i)
+{
+	i ^= i >> 16;
+	i *= 0x7feb352du;
+	i ^= i >> 15;
+	i *= 0x846ca68bu;
+	i ^= i >> 16;
+	return i;
+}
+
+const uint16_t bench_exact_fields[5] = {
+    DPFLOW_FIELD_OUTER_IPV4_SRC, DPFLOW_FIELD_OUTER_IPV4_DST,
+    DPFLOW_FIELD_OUTER_L4_SPORT, DPFLOW_FIELD_OUTER_L4_DPORT,
+    DPFLOW_FIELD_OUTER_IP_PROTO};
+
+void bench_exact_entry(const struct bench_flow *f, struct dpflow_entry_cfg *e)
+{
+	memset(e, 0, sizeof(*e));
+	memcpy(e->key, f->src, 4);
+	memcpy(e->key + 4, f->dst, 4);
+	e->key[8] = (uint8_t)(f->sport >> 8);
+	e->key[9] = (uint8_t)f->sport;
+	e->key[10] = (uint8_t)(f->dport >> 8);
+	e->key[11] = (uint8_t)f->dport;
+	e->key[12] = f->proto;
+}

@@ -74,6 +74,14 @@ struct bench_flow {
 	uint8_t proto; /* 6 (TCP) or 17 (UDP) */
 };
 
+/* A bijection on 32-bit words: flow i's source address (distinct flows,
+ * distinct sources), as the exact-1m benches draw them. */
+uint32_t bench_scramble(uint32_t i);
+/* The exact-1m pipe's fields (outer 5-tuple) and flow @f's entry key on
+ * them (addresses, then ports and protocol, big-endian). */
+extern const uint16_t bench_exact_fields[5];
+void bench_exact_entry(const struct bench_flow *f, struct dpflow_entry_cfg *e);
+
 /*
  * A context with one port (a ring, never read) whose root pipe forwards
  * hits and misses to a handler that does nothing: the handler owns the

@@ -77,23 +77,12 @@ static uint32_t rng_below(uint32_t n)
 	return (uint32_t)((rng() >> 32) * n >> 32);
 }
 
-/* A bijection on 32-bit words: distinct flows get distinct sources. */
-static uint32_t scramble(uint32_t i)
-{
-	i ^= i >> 16;
-	i *= 0x7feb352du;
-	i ^= i >> 15;
-	i *= 0x846ca68bu;
-	i ^= i >> 16;
-	return i;
-}
-
 /* Key i: src, dst, sport, dport (network order), proto, 3 zero bytes. */
 static void make_keys(uint8_t *keys, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t *k = keys + (size_t)i * KEY_LEN;
-		uint32_t src = scramble(i), dst = (uint32_t)rng();
+		uint32_t src = bench_scramble(i), dst = (uint32_t)rng();
 		uint16_t sport = (uint16_t)(1024 + rng_below(64512));
 		uint16_t dport = (uint16_t)(rng_below(4) ? 443 : 53);
 
@@ -339,12 +328,9 @@ static int fill(const struct exact_opts *o, struct dpflow_exact_image *img,
 
 /* ---- pipe level --------------------------------------------------------- */
 
-/* The BASIC pipe's per-entry fields, in the order of the table's keys, so
- * that an entry's key is the first 13 bytes of a table key. */
-static const uint16_t pipe_fields[] = {
-    DPFLOW_FIELD_OUTER_IPV4_SRC, DPFLOW_FIELD_OUTER_IPV4_DST,
-    DPFLOW_FIELD_OUTER_L4_SPORT, DPFLOW_FIELD_OUTER_L4_DPORT,
-    DPFLOW_FIELD_OUTER_IP_PROTO};
+/* The BASIC pipe's per-entry fields (bench_exact_fields) are in the order
+ * of the table's keys, so that an entry's key is the first 13 bytes of a
+ * table key. */
 #define PIPE_KEY_LEN 13
 
 /*
@@ -360,8 +346,8 @@ static int pipe_fill(const struct exact_opts *o, const uint8_t *keys,
 	uint64_t start;
 
 	bench_pipe_cfg(&c, "exact", DPFLOW_PIPE_BASIC,
-		       o->capacity ? o->capacity : o->keys, pipe_fields,
-		       DPFLOW_ARRAY_SIZE(pipe_fields));
+		       o->capacity ? o->capacity : o->keys, bench_exact_fields,
+		       DPFLOW_ARRAY_SIZE(bench_exact_fields));
 	c.monitor.counter = o->pipe_counter;
 	if (bench_pipe_create(bp, &c, o->packets))
 		return -1;

@@ -53,19 +53,9 @@ static void put_be32(uint8_t *p, uint32_t v)
 
 /* ---- exact-1m: bench_exact.c's keys ------------------------------------ */
 
-static uint32_t scramble(uint32_t i)
-{
-	i ^= i >> 16;
-	i *= 0x7feb352du;
-	i ^= i >> 15;
-	i *= 0x846ca68bu;
-	i ^= i >> 16;
-	return i;
-}
-
 static void exact_flow(struct bench_rng *rng, uint32_t i, struct bench_flow *f)
 {
-	uint32_t src = scramble(i), dst = (uint32_t)bench_rng64(rng);
+	uint32_t src = bench_scramble(i), dst = (uint32_t)bench_rng64(rng);
 
 	put_be32(f->src, src);
 	memcpy(f->dst, &dst, 4);
@@ -73,23 +63,6 @@ static void exact_flow(struct bench_rng *rng, uint32_t i, struct bench_flow *f)
 	f->dport = (uint16_t)(bench_rng_below(rng, 4) ? 443 : 53);
 	f->proto = f->dport == 53 ? 17 : 6;
 }
-
-static void exact_entry(const struct bench_flow *f, struct dpflow_entry_cfg *e)
-{
-	memset(e, 0, sizeof(*e));
-	memcpy(e->key, f->src, 4);
-	memcpy(e->key + 4, f->dst, 4);
-	e->key[8] = (uint8_t)(f->sport >> 8);
-	e->key[9] = (uint8_t)f->sport;
-	e->key[10] = (uint8_t)(f->dport >> 8);
-	e->key[11] = (uint8_t)f->dport;
-	e->key[12] = f->proto;
-}
-
-static const uint16_t exact_fields[] = {
-    DPFLOW_FIELD_OUTER_IPV4_SRC, DPFLOW_FIELD_OUTER_IPV4_DST,
-    DPFLOW_FIELD_OUTER_L4_SPORT, DPFLOW_FIELD_OUTER_L4_DPORT,
-    DPFLOW_FIELD_OUTER_IP_PROTO};
 
 /* ---- the run ------------------------------------------------------------ */
 
@@ -197,7 +170,8 @@ static int build(const struct gpu_opts *o, struct run_state *st)
 
 	if (o->wl == WL_EXACT) {
 		bench_pipe_cfg(&c, "exact", DPFLOW_PIPE_BASIC, o->entries,
-			       exact_fields, DPFLOW_ARRAY_SIZE(exact_fields));
+			       bench_exact_fields,
+			       DPFLOW_ARRAY_SIZE(bench_exact_fields));
 		c.monitor.counter = true;
 	} else {
 		bench_pipe_cfg(&c, "acl", DPFLOW_PIPE_ACL, o->entries,
@@ -215,7 +189,7 @@ static int build(const struct gpu_opts *o, struct run_state *st)
 			goto oom;
 		for (uint32_t i = 0; i < o->entries; i++) {
 			exact_flow(&st->rng, i, &flows[i]);
-			exact_entry(&flows[i], &e);
+			bench_exact_entry(&flows[i], &e);
 			if (add_both(st, i, &e))
 				goto out_flows;
 			if ((i + 1) % 65536 == 0 && commit_both(st))

@@ -94,19 +94,9 @@ static uint32_t rng_below(uint32_t n)
 	return (uint32_t)(((rng64() >> 32) * n) >> 32);
 }
 
-static uint32_t scramble(uint32_t i)
-{
-	i ^= i >> 16;
-	i *= 0x7feb352du;
-	i ^= i >> 15;
-	i *= 0x846ca68bu;
-	i ^= i >> 16;
-	return i;
-}
-
 static void make_flow(uint32_t i, struct bench_flow *f)
 {
-	uint32_t src = scramble(i), dst = (uint32_t)rng64();
+	uint32_t src = bench_scramble(i), dst = (uint32_t)rng64();
 
 	f->src[0] = (uint8_t)(src >> 24);
 	f->src[1] = (uint8_t)(src >> 16);
@@ -117,23 +107,6 @@ static void make_flow(uint32_t i, struct bench_flow *f)
 	f->dport = (uint16_t)(rng_below(4) ? 443 : 53);
 	f->proto = f->dport == 53 ? 17 : 6;
 }
-
-static void make_entry(const struct bench_flow *f, struct dpflow_entry_cfg *e)
-{
-	memset(e, 0, sizeof(*e));
-	memcpy(e->key, f->src, 4);
-	memcpy(e->key + 4, f->dst, 4);
-	e->key[8] = (uint8_t)(f->sport >> 8);
-	e->key[9] = (uint8_t)f->sport;
-	e->key[10] = (uint8_t)(f->dport >> 8);
-	e->key[11] = (uint8_t)f->dport;
-	e->key[12] = f->proto;
-}
-
-static const uint16_t fields[] = {
-    DPFLOW_FIELD_OUTER_IPV4_SRC, DPFLOW_FIELD_OUTER_IPV4_DST,
-    DPFLOW_FIELD_OUTER_L4_SPORT, DPFLOW_FIELD_OUTER_L4_DPORT,
-    DPFLOW_FIELD_OUTER_IP_PROTO};
 
 /* A frame of @size bytes of flow @f in slot @idx of @pool. */
 static int frame_build(struct dpflow_pool *pool, uint32_t idx,
@@ -230,8 +203,9 @@ static int build(struct e2e *e)
 	uint32_t cpu_n = e->cpu_threads * o->cpu_pkts;
 	uint64_t t0 = dpflow_tsc();
 
-	bench_pipe_cfg(&c, "exact", DPFLOW_PIPE_BASIC, o->flows, fields,
-		       DPFLOW_ARRAY_SIZE(fields));
+	bench_pipe_cfg(&c, "exact", DPFLOW_PIPE_BASIC, o->flows,
+		       bench_exact_fields,
+		       DPFLOW_ARRAY_SIZE(bench_exact_fields));
 	c.monitor.counter = true;
 	if (bench_pipe_create(&e->bp, &c, o->no_cpu ? 0 : cpu_n) ||
 	    gpu_ctx_create(e, &c))
@@ -244,7 +218,7 @@ static int build(struct e2e *e)
 	rng_state = o->seed;
 	for (uint32_t i = 0; i < o->flows; i++) {
 		make_flow(i, &e->flows[i]);
-		make_entry(&e->flows[i], &ec);
+		bench_exact_entry(&e->flows[i], &ec);
 		if (!dpflow_entry_add(e->q, e->pipe, &ec, NULL, &err)) {
 			fprintf(stderr, "bench e2e: entry add: %s\n", err.msg);
 			return -1;
