@@ -29,6 +29,8 @@ int bench_exact(int argc, char **argv);
 int bench_acl(int argc, char **argv);
 /* `dpflow bench ct`: connection tracking, established and new flows. */
 int bench_ct(int argc, char **argv);
+/* `dpflow bench l4lb`: VIP, Maglev, CT and DNAT, 1M flows. */
+int bench_l4lb(int argc, char **argv);
 /* `dpflow bench lpm-512k`: LPM table, 512k IPv4 prefixes. */
 int bench_lpm(int argc, char **argv);
 
@@ -38,6 +40,10 @@ int bench_gpu(const char *workload, int argc, char **argv);
 /* `dpflow bench e2e --target gpu` (bench_gpu_e2e.c): @argv without
  * --target, the workload's name first. */
 int bench_gpu_e2e(int argc, char **argv);
+
+/* `dpflow bench l4lb --target gpu` (bench_gpu_l4lb.c): @argv without
+ * --target, the workload's name first. */
+int bench_gpu_l4lb(int argc, char **argv);
 
 /* Print one result as a table row and a JSON line. */
 void bench_report(const struct bench_result *r);

@@ -25,6 +25,7 @@ struct dpflow_handler_def {
 
 struct dpflow_config_opts {
 	uint32_t pool_slots; /* 0: the context default */
+	uint16_t data_room;  /* packet bytes a slot; 0: the context default */
 	/* handlers registered on the context before pipes are made */
 	const struct dpflow_handler_def *handlers;
 	unsigned n_handlers;

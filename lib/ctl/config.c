@@ -696,6 +696,7 @@ static int make_ctx(struct loader *L, const struct ynode *root,
 	int rc = 0;
 
 	cp.pool_slots = opts ? opts->pool_slots : 0;
+	cp.data_room = opts ? opts->data_room : 0;
 	if (has_cx)
 		CHECK(cfg_parse_context(L, &cx, &cp, &meters));
 	L->ctx = dpflow_ctx_create(&cp, &e);

@@ -133,6 +133,7 @@ if [ -z "${GPU_NO_BENCH:-}" ] && [ -x "$DPFLOW" ]; then
 		ninja -C "$B" tools/dpflow/dpflow >>"$LOG/gpu-build.log" 2>&1
 	for b in "exact-1m --target gpu --trials 3" \
 		"acl-10k --target gpu --trials 3" \
+		"l4lb --target gpu --trials 2" \
 		"e2e --target gpu" "e2e --target gpu --hdr-split 64" \
 		"e2e --target gpu --size 1500" \
 		"e2e --target gpu --size 1500 --path device"; do
@@ -142,7 +143,7 @@ if [ -z "${GPU_NO_BENCH:-}" ] && [ -x "$DPFLOW" ]; then
 		rc=$?
 		{
 			echo "== dpflow bench $b (exit $rc)"
-			grep -E "^# (gpu kernel|copies|goal|latency|  )" "$f" |
+			grep -E "^# (gpu kernel|copies|goal|latency|check|  )|^l4lb" "$f" |
 				cut -c1-150
 		} >>"$LOG/gpu-bench-summary.txt"
 	done

@@ -997,6 +997,35 @@ static void upd_pump(struct upd *u)
 	CHECK(dpflow_ring_enqueue_burst(rin, out, k) == k, "input ring full");
 }
 
+/* Where the packets went: the kernel's and the proxy's counters. */
+static void upd_status(struct upd *u, const char *when)
+{
+	struct dpflow_gpu_flow_run_stats rs;
+	struct dpflow_gpu_proxy_stats ps;
+	struct dpflow_error err = {0};
+
+	memset(&ps, 0, sizeof(ps));
+	if (u->s.px)
+		dpflow_gpu_proxy_stats_get(u->s.px, &ps);
+	if (dpflow_gpu_flow_run_stats_get(u->s.run, &rs, &err)) {
+		printf("   %s: run stats: %s\n", when, err.msg);
+		return;
+	}
+	printf("   %s: kernel: %llu packets, %llu sent, %llu dropped, "
+	       "generation %llu; proxy: %llu received, %llu sent, %llu "
+	       "dropped; %llu checked\n",
+	       when, (unsigned long long)rs.pkts, (unsigned long long)rs.sent,
+	       (unsigned long long)rs.dropped, (unsigned long long)rs.gen,
+	       (unsigned long long)ps.rx_pkts, (unsigned long long)ps.tx_pkts,
+	       (unsigned long long)ps.tx_dropped,
+	       (unsigned long long)u->checked);
+	for (unsigned r = 0; r < DPFLOW_DROP__COUNT; r++)
+		if (rs.drops[r])
+			printf("     dropped as %s: %llu\n",
+			       dpflow_drop_name(r),
+			       (unsigned long long)rs.drops[r]);
+}
+
 static void run_updates(struct dpflow_gpu *gpu)
 {
 	struct upd *u = calloc(1, sizeof(*u));
@@ -1043,6 +1072,8 @@ static void run_updates(struct dpflow_gpu *gpu)
 		t0 = dpflow_clock_ns();
 		while (dpflow_clock_ns() - t0 < 500000)
 			upd_pump(u);
+		if (v == 1 || (v == 2 && failures != f0))
+			upd_status(u, v == 1 ? "version 0" : "version 1");
 		if (upd_publish(u, v))
 			break;
 	}
@@ -1050,6 +1081,7 @@ static void run_updates(struct dpflow_gpu *gpu)
 	t0 = dpflow_clock_ns();
 	while (dpflow_clock_ns() - t0 < 5000000)
 		upd_pump(u);
+	upd_status(u, "the end");
 out:
 	CHECK(dpflow_gpu_flow_run_stop(u->s.run, 0, NULL, NULL) == 0,
 	      "update test: run stop");
@@ -1115,8 +1147,10 @@ int main(void)
 		fprintf(stderr, "out of memory\n");
 		return 1;
 	}
+	/* DPFLOW_GPU_PIPELINE_ONLY=updates: only the update test */
 	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(modes); i++)
-		run_mode(gpu, &modes[i], per, rd);
+		if (!getenv("DPFLOW_GPU_PIPELINE_ONLY"))
+			run_mode(gpu, &modes[i], per, rd);
 	run_updates(gpu);
 	printf("%llu packets compared: %llu sent, %llu dropped; %u failed "
 	       "checks\n",

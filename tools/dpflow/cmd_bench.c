@@ -21,6 +21,8 @@ static const struct workload workloads[] = {
      "exact-match table and BASIC pipe, 1M 5-tuple keys"},
     {"acl-10k", bench_acl, "ACL table and pipe, 10k 5-tuple rules"},
     {"ct", bench_ct, "connection tracking, 1M flows, against rte_hash"},
+    {"l4lb", bench_l4lb,
+     "load balancer: VIP, Maglev, CT, DNAT; 1M flows, 64 backends"},
     {"lpm-512k", bench_lpm,
      "LPM tables (512k IPv4, 64k IPv6 prefixes) and IPv4 pipe"},
 };
@@ -67,18 +69,20 @@ static void usage(FILE *out)
 	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(workloads); i++)
 		fprintf(out, "  %-10s %s\n", workloads[i].name,
 			workloads[i].summary);
-	fprintf(out, "\nexact-1m, acl-10k and lpm-512k run two variants "
-		     "(--variant table|pipe|all):\nthe table alone on packed "
-		     "keys, and the pipe through the flow engine on\n64-byte "
-		     "frames; each beside its DPDK peer in the same run.\n"
-		     "'dpflow bench WORKLOAD --help' lists its options.\n"
-		     "\nexact-1m and acl-10k take --target gpu (first option): "
-		     "the pipe on the GPU\ntarget, kernel only, beside the "
-		     "CPU target in the same run; exit 77 when\nthere is no "
-		     "GPU or dpflow was built without the GPU target.\n"
-		     "e2e --target gpu: the exact-1m pipeline end to end "
-		     "through the CPU\nproxy and the queue-fed kernel, beside "
-		     "the CPU target (--help lists\nits options).\n");
+	fprintf(
+	    out,
+	    "\nexact-1m, acl-10k and lpm-512k run two variants "
+	    "(--variant table|pipe|all):\nthe table alone on packed "
+	    "keys, and the pipe through the flow engine on\n64-byte "
+	    "frames; each beside its DPDK peer in the same run.\n"
+	    "'dpflow bench WORKLOAD --help' lists its options.\n"
+	    "\nexact-1m, acl-10k and l4lb take --target gpu (first option): "
+	    "the pipe on the GPU\ntarget, kernel only, beside the "
+	    "CPU target in the same run; exit 77 when\nthere is no "
+	    "GPU or dpflow was built without the GPU target.\n"
+	    "e2e --target gpu: the exact-1m pipeline end to end "
+	    "through the CPU\nproxy and the queue-fed kernel, beside "
+	    "the CPU target (--help lists\nits options).\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -109,6 +113,8 @@ int cmd_bench(int argc, char **argv)
 #ifdef DPFLOW_HAVE_GPU
 		if (!strcmp(argv[1], "e2e"))
 			return bench_gpu_e2e(argc - 3, argv + 3);
+		if (!strcmp(argv[1], "l4lb"))
+			return bench_gpu_l4lb(argc - 3, argv + 3);
 		return bench_gpu(argv[1], argc - 3, argv + 3);
 #else
 		printf("# dpflow bench %s --target gpu: this dpflow was built "

@@ -1289,6 +1289,16 @@ void gpu_flow_bench_verdict(const void *res, uint64_t i, uint8_t *sent,
 	*value = r->value;
 }
 
+/* Whether a pipe of @g's plan has an action (which may edit packets). */
+static bool bench_plan_edits(const struct dpflow_gpu_flow *g)
+{
+	for (unsigned i = 0; i < g->n_pipes; i++)
+		for (unsigned t = 0; t < g->h_pipes[i].n_action_tmpls; t++)
+			if (g->h_pipes[i].tmpl[t].n)
+				return true;
+	return false;
+}
+
 int gpu_flow_bench_launch(struct dpflow_gpu_flow *g, uint16_t port,
 			  uint8_t *d_hdrs, uint32_t hstride,
 			  const uint16_t *d_lens, uint64_t n, void *d_res,
@@ -1318,8 +1328,10 @@ int gpu_flow_bench_launch(struct dpflow_gpu_flow *g, uint16_t port,
 	if (port < ctx->n_ports && ctx->ports[port].root)
 		root = ctx->ports[port].root->id;
 	/* the direct kernel is the default: it measured 2.30 G packets/s
-	 * against the staged one's 1.85 G on the H200 (2026-12-03) */
-	if (!getenv("DPFLOW_GPU_BENCH_STAGED"))
+	 * against the staged one's 1.85 G on the H200 (2026-12-03); plans
+	 * with actions run the staged one, which edits the shared-memory
+	 * copy, so that every run sees the packets as they arrived */
+	if (!getenv("DPFLOW_GPU_BENCH_STAGED") && !bench_plan_edits(g))
 		gpu_flow_bench_direct_kernel<<<blocks, threads, 0, stream>>>(
 		    g->d_pipes, root, port, d_hdrs, hstride, d_lens, n,
 		    (struct gpu_result *)d_res, (struct gpu_step *)d_path,
