@@ -1642,6 +1642,55 @@ static int versions_counters(struct dpflow_gpu_flow *g,
 	return 0;
 }
 
+/* Debugging: what the device copies hold against the host's. */
+static void versions_verify(struct dpflow_gpu_flow *g,
+			    const struct gpu_pipe *h_pipes,
+			    const struct gpu_pipe *d_pipes, unsigned gen)
+{
+	struct gpu_pipe *dp = (struct gpu_pipe *)malloc(g->n_pipes *
+							sizeof(*dp));
+
+	if (!dp || cudaMemcpy(dp, d_pipes, g->n_pipes * sizeof(*dp),
+			      cudaMemcpyDeviceToHost) != cudaSuccess) {
+		fprintf(stderr, "versions: cannot read the pipes back\n");
+		free(dp);
+		return;
+	}
+	for (unsigned i = 0; i < g->n_pipes; i++) {
+		struct dpflow_pipe *p = g->ctx->pipes[i];
+		size_t bytes = image_bytes(p, p->images[gen]);
+		size_t eb = (size_t)p->cfg.size * sizeof(struct gpu_entry);
+		uint8_t *img = (uint8_t *)malloc(bytes);
+		uint8_t *ent = (uint8_t *)malloc(eb);
+		int ir = -2, er = -2;
+
+		if (img && cudaMemcpy(img, dp[i].image, bytes,
+				      cudaMemcpyDeviceToHost) == cudaSuccess)
+			ir = memcmp(img, p->images[gen], bytes) != 0;
+		if (ent && cudaMemcpy(ent, dp[i].entries, eb,
+				      cudaMemcpyDeviceToHost) == cudaSuccess)
+			er = memcmp(ent, g->pp[i].h_entries, eb) != 0;
+		fprintf(stderr,
+			"versions: pipe %u (%s): struct %s, image %p %zu bytes "
+			"%s, entries %p %s, live entries %u\n",
+			i, p->name,
+			memcmp(&dp[i], &h_pipes[i], sizeof(*dp)) ? "DIFFERS"
+								 : "same",
+			dp[i].image, bytes,
+			ir == 0	  ? "same"
+			: ir == 1 ? "DIFFERS"
+				  : "unreadable",
+			(const void *)dp[i].entries,
+			er == 0	  ? "same"
+			: er == 1 ? "DIFFERS"
+				  : "unreadable",
+			dpflow_pipe_entry_count(p));
+		free(img);
+		free(ent);
+	}
+	free(dp);
+}
+
 int gpu_flow_versions_build(struct dpflow_gpu_flow *g,
 			    struct gpu_flow_versions *v, unsigned copy,
 			    struct dpflow_error *err)
@@ -1718,5 +1767,8 @@ int gpu_flow_versions_build(struct dpflow_gpu_flow *g,
 		 "copy of the pipes");
 	CUDA_TRY(cudaStreamSynchronize(g->stream), "sync");
 	g->batches_synced = batches;
+	if (getenv("DPFLOW_GPU_DEBUG"))
+		versions_verify(g, h_pipes, copy ? v->d_pipes1 : g->d_pipes,
+				gen);
 	return 0;
 }
