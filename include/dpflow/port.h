@@ -5,6 +5,7 @@
  *   pcap:rx=in.pcap,tx=out.pcap   read pcap/pcapng, write pcap (ns stamps)
  *   pcap:in.pcap                  the same as pcap:rx=in.pcap
  *   ring:NAME[,size=N][,loop]     in-process rings, for tests and glue
+ *   afpacket:IFNAME[,queues=N]    a Linux interface (TPACKET_V3 rings)
  * Backends sit behind an ops table (lib/io/port_internal.h); this generic
  * layer validates arguments and dispatches. docs/ports.md has the details.
  *
@@ -37,6 +38,8 @@ struct dpflow_port_stats {
 	uint64_t rx_bytes;    /* frame bytes delivered (data_len summed) */
 	uint64_t rx_nobuf;    /* pool empty: packet left unread or dropped */
 	uint64_t rx_oversize; /* larger than the data room: dropped */
+	uint64_t rx_dropped;  /* dropped before the port saw them (the
+				 kernel's ring was full) */
 	uint64_t tx_pkts;
 	uint64_t tx_bytes;
 	uint64_t tx_errors; /* backend refused or failed to write */
@@ -96,6 +99,9 @@ const char *dpflow_port_name(const struct dpflow_port *port);
 const char *dpflow_port_kind(const struct dpflow_port *port);
 /* Port id stamped into meta->port (order of opening, from 0). */
 uint16_t dpflow_port_id(const struct dpflow_port *port);
+/* Receive and transmit queues (0: the port never receives/sends). */
+uint16_t dpflow_port_rx_queues(const struct dpflow_port *port);
+uint16_t dpflow_port_tx_queues(const struct dpflow_port *port);
 
 /*
  * The receive link type as libpcap reports it (pcap_datalink): 1 Ethernet,

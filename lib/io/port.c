@@ -18,6 +18,7 @@
 static const struct dpflow_port_ops *const backends[] = {
     &dpflow_port_pcap_ops,
     &dpflow_port_ring_ops,
+    &dpflow_port_afpacket_ops,
 };
 
 /* Port ids: the lowest free one, so ids follow the order of opening. */
@@ -271,6 +272,16 @@ const char *dpflow_port_kind(const struct dpflow_port *port)
 uint16_t dpflow_port_id(const struct dpflow_port *port)
 {
 	return port ? port->id : UINT16_MAX;
+}
+
+uint16_t dpflow_port_rx_queues(const struct dpflow_port *port)
+{
+	return port && port->pool && port->ops->rx_burst ? port->n_rxq : 0;
+}
+
+uint16_t dpflow_port_tx_queues(const struct dpflow_port *port)
+{
+	return port && port->ops->tx_burst ? port->n_txq : 0;
 }
 
 int dpflow_port_link_type(const struct dpflow_port *port)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dpflow/config.h"
 #include "dpflow/dpflow.h"
@@ -33,6 +34,11 @@
 
 #define RUN_BURST  32
 #define RUN_AGE_NS (100ull * 1000 * 1000)
+/* empty polls of every port before the loop naps RUN_NAP_NS at a time */
+#define RUN_IDLE_POLLS 1024
+#define RUN_NAP_NS     20000
+
+static const struct timespec run_nap = {0, RUN_NAP_NS};
 
 /* What the loop counts beside the engine's own counters. */
 struct run_state {
@@ -261,6 +267,14 @@ static void print_counters(const struct run_state *st)
 		       dpflow_ctx_port_name(ctx, p), (unsigned long)s.rx_pkts,
 		       (unsigned long)s.rx_bytes, (unsigned long)s.tx_pkts,
 		       (unsigned long)s.tx_bytes);
+		if (s.rx_nobuf || s.rx_oversize || s.rx_dropped || s.tx_errors)
+			printf(
+			    "  %-12s rx_nobuf %lu rx_oversize %lu rx_dropped "
+			    "%lu tx_errors %lu\n",
+			    "", (unsigned long)s.rx_nobuf,
+			    (unsigned long)s.rx_oversize,
+			    (unsigned long)s.rx_dropped,
+			    (unsigned long)s.tx_errors);
 	}
 	printf("pipes:\n");
 	for (unsigned i = 0; i < dpflow_ctx_pipe_count(ctx); i++) {
@@ -341,6 +355,7 @@ int cmd_run(int argc, char **argv)
 	bool use_gpu = false;
 	int rc = 0;
 	uint64_t deadline = 0, next_age;
+	unsigned idle = 0;
 	char *end;
 	int c;
 
@@ -439,6 +454,7 @@ int cmd_run(int argc, char **argv)
 		dpflow_ctx_thread_online(ctx);
 	while (!stop_requested && !rc) {
 		bool all_done = true;
+		unsigned got = 0;
 		uint64_t now;
 
 		for (unsigned p = 0; p < dpflow_ctx_port_count(ctx); p++) {
@@ -449,13 +465,24 @@ int cmd_run(int argc, char **argv)
 			if (dpflow_port_rx_done(port))
 				continue;
 			all_done = false;
-			n = dpflow_port_rx_burst(port, 0, idx, RUN_BURST);
-			if (n && st.gpu)
-				rc = run_gpu_burst(&st, (uint16_t)p, idx, n);
-			else if (n)
-				dpflow_ctx_process_burst(ctx, (uint16_t)p, idx,
-							 n);
+			for (uint16_t qi = 0;
+			     qi < dpflow_port_rx_queues(port) && !rc; qi++) {
+				n = dpflow_port_rx_burst(port, qi, idx,
+							 RUN_BURST);
+				got += n;
+				if (n && st.gpu)
+					rc = run_gpu_burst(&st, (uint16_t)p,
+							   idx, n);
+				else if (n)
+					dpflow_ctx_process_burst(
+					    ctx, (uint16_t)p, idx, n);
+			}
 		}
+		/* live ports: after a run of empty polls, nap briefly
+		 * instead of spinning on an idle link */
+		idle = got ? 0 : idle + 1;
+		if (idle >= RUN_IDLE_POLLS)
+			nanosleep(&run_nap, NULL);
 		drain_rss(&st);
 		if (!st.gpu)
 			dpflow_ctx_quiescent(ctx);

@@ -1,0 +1,559 @@
+/*
+ * The AF_PACKET port backend: a Linux network interface through packet
+ * sockets, a TPACKET_V3 receive ring per queue and batched transmit.
+ *
+ *   afpacket:IFNAME[,queues=N][,blocks=N][,block_size=BYTES][,fanout=ID]
+ *                  [,qdisc_bypass]
+ *
+ * Each queue is one packet socket bound to the interface, with a receive
+ * ring of `blocks` blocks (default 64) of `block_size` bytes (default 256
+ * KiB, a multiple of the page size) mapped into the process. With several
+ * queues the sockets join one fanout group (PACKET_FANOUT_HASH, group id
+ * `fanout`, default derived from the process id and the interface), so the
+ * kernel spreads flows over them by its flow hash, which is the same for
+ * both directions of a flow. The port sees only what arrives: packets it
+ * (or anyone on the host) sends out of the interface are ignored
+ * (PACKET_IGNORE_OUTGOING).
+ *
+ * rx_burst copies each frame from the ring into a slot of the port's pool
+ * (the ring belongs to the kernel; a frame larger than the slot's data
+ * room is dropped and counted in rx_oversize, one with no slot free is
+ * dropped and counted in rx_nobuf) and hands a block back to the kernel
+ * once every frame of it is read; the receive time is the kernel's
+ * timestamp. A frame sent on this host with checksum offload arrives
+ * without its TCP/UDP checksum (TP_STATUS_CSUMNOTREADY): the port computes
+ * it, so that what it forwards is what the wire would carry. tx_burst sends a
+ * burst with one sendmmsg() call (MSG_DONTWAIT: what the socket does not take
+ * now stays with the caller); `qdisc_bypass` skips the interface's queueing
+ * discipline. Frames the kernel dropped because the ring was full are read from
+ * PACKET_STATISTICS and reported in rx_dropped.
+ *
+ * Needs CAP_NET_RAW. Threads: one per queue for rx_burst, one per queue
+ * for tx_burst, as every port.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include "dpflow/clock.h"
+#include "dpflow/port.h"
+
+#include "io/port_internal.h"
+
+#define AFP_QUEUES_MAX	     64
+#define AFP_BLOCKS_DEFAULT   64
+#define AFP_BLOCK_SIZE_DFLT  (256u << 10)
+#define AFP_BLOCK_SIZE_MAX   (64u << 20)
+#define AFP_RING_BYTES_MAX   (1ull << 31)
+#define AFP_FRAME_SIZE	     2048 /* tp_frame_size: a V3 ring ignores it */
+#define AFP_BLOCK_TIMEOUT_MS 1
+
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23
+#endif
+
+struct afp_queue {
+	int fd;
+	uint8_t *ring; /* blocks x block_size, mapped */
+	/* receive position: the block being read and the next frame in it */
+	unsigned block;
+	bool in_block; /* block is ours (TP_STATUS_USER) and being read */
+	uint32_t left; /* frames of the block not yet read */
+	struct tpacket3_hdr *next;
+	/* counters: the receiving thread */
+	uint64_t rx_pkts, rx_bytes, rx_nobuf, rx_oversize;
+	/* the transmitting thread */
+	uint64_t tx_pkts DPFLOW_CACHE_ALIGNED;
+	uint64_t tx_bytes, tx_errors;
+};
+
+struct port_afpacket {
+	struct dpflow_port up;
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	unsigned blocks;
+	uint32_t block_size;
+	uint16_t fanout;
+	bool qdisc_bypass;
+	/* kernel ring drops, read at stats (any thread) */
+	uint64_t kernel_drops;
+	struct afp_queue q[AFP_QUEUES_MAX];
+};
+
+static inline struct port_afpacket *afp_port(struct dpflow_port *port)
+{
+	return (struct port_afpacket *)port;
+}
+
+static inline struct tpacket_block_desc *
+afp_block(struct afp_queue *q, const struct port_afpacket *p, unsigned b)
+{
+	return (struct tpacket_block_desc *)(q->ring +
+					     (size_t)b * p->block_size);
+}
+
+/* ---- receive ---------------------------------------------------------- */
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t n)
+{
+	for (uint32_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		sum += (uint32_t)p[n - 1] << 8;
+	return sum;
+}
+
+/*
+ * A frame the kernel flagged TP_STATUS_CSUMNOTREADY (sent on this host
+ * with checksum offload, e.g. over a veth): its TCP or UDP checksum is
+ * still to be computed. Compute it, as the device would have, for
+ * Ethernet (up to two VLAN tags) / unfragmented IPv4 or IPv6 (no
+ * extension headers) / TCP or UDP; anything else is left as it is.
+ */
+static void afp_csum_complete(uint8_t *f, uint32_t len)
+{
+	uint32_t off = 12, l4, l4_len, sum;
+	uint16_t type;
+	uint8_t proto;
+	unsigned csum_at;
+
+	for (int tags = 0;; tags++) {
+		if (off + 2 > len)
+			return;
+		type = (uint16_t)(f[off] << 8 | f[off + 1]);
+		if ((type != 0x8100 && type != 0x88a8) || tags == 2)
+			break;
+		off += 4;
+	}
+	off += 2;
+	if (type == 0x0800) {
+		uint32_t ihl, tot;
+
+		if (off + 20 > len)
+			return;
+		ihl = (f[off] & 15u) * 4;
+		tot = (uint32_t)(f[off + 2] << 8 | f[off + 3]);
+		if (ihl < 20 || tot < ihl || off + tot > len ||
+		    (f[off + 6] & 0x3f) || f[off + 7])
+			return; /* a fragment, or cut short */
+		proto = f[off + 9];
+		l4 = off + ihl;
+		l4_len = tot - ihl;
+		sum = csum_add(0, f + off + 12, 8);
+	} else if (type == 0x86dd) {
+		if (off + 40 > len)
+			return;
+		proto = f[off + 6];
+		l4 = off + 40;
+		l4_len = (uint32_t)(f[off + 4] << 8 | f[off + 5]);
+		if (l4 + l4_len > len)
+			return;
+		sum = csum_add(0, f + off + 8, 32);
+	} else {
+		return;
+	}
+	if (proto == 6 && l4_len >= 20)
+		csum_at = 16;
+	else if (proto == 17 && l4_len >= 8)
+		csum_at = 6;
+	else
+		return;
+	sum += proto + l4_len;
+	f[l4 + csum_at] = f[l4 + csum_at + 1] = 0;
+	sum = csum_add(sum, f + l4, l4_len);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	if (proto == 17 && !sum)
+		sum = 0xffff;
+	f[l4 + csum_at] = (uint8_t)(sum >> 8);
+	f[l4 + csum_at + 1] = (uint8_t)sum;
+}
+
+/* Hand the current block back and move to the next one. */
+static void afp_block_done(struct port_afpacket *p, struct afp_queue *q)
+{
+	struct tpacket_block_desc *bd = afp_block(q, p, q->block);
+
+	__atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL,
+			 __ATOMIC_RELEASE);
+	q->block = (q->block + 1) % p->blocks;
+	q->in_block = false;
+}
+
+/*
+ * The next frame of the ring, or NULL when the kernel holds the next
+ * block. A block goes back to the kernel when the frame after its last
+ * one is asked for (or at the end of rx_burst), so the caller may read
+ * the frame returned until its next call.
+ */
+static struct tpacket3_hdr *afp_next_frame(struct port_afpacket *p,
+					   struct afp_queue *q)
+{
+	for (;;) {
+		struct tpacket3_hdr *h;
+
+		if (!q->in_block) {
+			struct tpacket_block_desc *bd =
+			    afp_block(q, p, q->block);
+
+			if (!(__atomic_load_n(&bd->hdr.bh1.block_status,
+					      __ATOMIC_ACQUIRE) &
+			      TP_STATUS_USER))
+				return NULL;
+			q->left = bd->hdr.bh1.num_pkts;
+			q->next =
+			    (struct tpacket3_hdr *)((uint8_t *)bd +
+						    bd->hdr.bh1
+							.offset_to_first_pkt);
+			q->in_block = true;
+		}
+		if (!q->left) {
+			afp_block_done(p, q);
+			continue;
+		}
+		h = q->next;
+		q->left--;
+		q->next =
+		    (struct tpacket3_hdr *)((uint8_t *)h + h->tp_next_offset);
+		return h;
+	}
+}
+
+static uint16_t afp_rx_burst(struct dpflow_port *port, uint16_t queue,
+			     uint32_t *idx, uint16_t n)
+{
+	struct port_afpacket *p = afp_port(port);
+	struct afp_queue *q = &p->q[queue];
+	struct dpflow_pool *pool = port->pool;
+	uint64_t bytes = 0, nobuf = 0, oversize = 0;
+	uint16_t k = 0;
+
+	while (k < n) {
+		struct tpacket3_hdr *h = afp_next_frame(p, q);
+		struct dpflow_pkt_meta *m;
+		uint32_t len;
+
+		if (!h)
+			break;
+		len = h->tp_snaplen;
+		if (len > pool->data_room) {
+			oversize++;
+			continue;
+		}
+		if (!dpflow_pool_alloc_burst(pool, &idx[k], 1)) {
+			nobuf++;
+			continue;
+		}
+		m = dpflow_pool_meta(pool, idx[k]);
+		memcpy(dpflow_pkt_data(pool, idx[k]), (uint8_t *)h + h->tp_mac,
+		       len);
+		if (h->tp_status & TP_STATUS_CSUMNOTREADY)
+			afp_csum_complete(dpflow_pkt_data(pool, idx[k]), len);
+		m->data_len = (uint16_t)len;
+		m->port = port->id;
+		m->queue = queue;
+		m->rx_ts_ns = (uint64_t)h->tp_sec * 1000000000ull + h->tp_nsec;
+		bytes += len;
+		k++;
+	}
+	/* the block's frames all read: give it back now, not at the next
+	 * call */
+	if (q->in_block && !q->left)
+		afp_block_done(p, q);
+	if (k) {
+		port_ctr_add(&q->rx_pkts, k);
+		port_ctr_add(&q->rx_bytes, bytes);
+	}
+	if (nobuf)
+		port_ctr_add(&q->rx_nobuf, nobuf);
+	if (oversize)
+		port_ctr_add(&q->rx_oversize, oversize);
+	return k;
+}
+
+/* ---- transmit ---------------------------------------------------------- */
+
+static uint16_t afp_tx_burst(struct dpflow_port *port, uint16_t queue,
+			     struct dpflow_pool *pool, const uint32_t *idx,
+			     uint16_t n)
+{
+	struct port_afpacket *p = afp_port(port);
+	struct afp_queue *q = &p->q[queue];
+	struct mmsghdr msg[DPFLOW_BURST_MAX];
+	struct iovec iov[DPFLOW_BURST_MAX];
+	uint64_t bytes = 0;
+	int sent;
+
+	memset(msg, 0, n * sizeof(*msg));
+	for (uint16_t i = 0; i < n; i++) {
+		const struct dpflow_pkt_meta *m =
+		    dpflow_pool_meta(pool, idx[i]);
+
+		iov[i].iov_base = dpflow_pkt_data(pool, idx[i]);
+		iov[i].iov_len = m->data_len;
+		msg[i].msg_hdr.msg_iov = &iov[i];
+		msg[i].msg_hdr.msg_iovlen = 1;
+	}
+	sent = sendmmsg(q->fd, msg, n, MSG_DONTWAIT);
+	if (sent < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+			return 0;
+		/* the frame at fault (too long, link down): dropped, counted,
+		 * so that one bad frame does not stop the queue */
+		port_ctr_add(&q->tx_errors, 1);
+		dpflow_pool_free_bulk(pool, idx, 1);
+		return 1;
+	}
+	for (int i = 0; i < sent; i++)
+		bytes += iov[i].iov_len;
+	port_ctr_add(&q->tx_pkts, (uint64_t)sent);
+	port_ctr_add(&q->tx_bytes, bytes);
+	dpflow_pool_free_bulk(pool, idx, (unsigned)sent);
+	return (uint16_t)sent;
+}
+
+/* ---- open and close ---------------------------------------------------- */
+
+static int afp_fail(struct dpflow_error *err, const struct port_args *args,
+		    const char *field, const char *what)
+{
+	int code = errno ? errno : EINVAL;
+
+	dpflow_error_set(err, code, field, "%s: %s: %s", args->uri, what,
+			 strerror(code));
+	return -code;
+}
+
+static int afp_queue_open(struct port_afpacket *p, struct afp_queue *q,
+			  const struct port_args *args,
+			  struct dpflow_error *err)
+{
+	struct tpacket_req3 req;
+	struct sockaddr_ll sll;
+	int v = TPACKET_V3, one = 1;
+
+	q->fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+	if (q->fd < 0)
+		return afp_fail(err, args, "kind",
+				"packet socket (needs CAP_NET_RAW)");
+	if (setsockopt(q->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)))
+		return afp_fail(err, args, "kind", "TPACKET_V3");
+	/* only what arrives (kernels before 4.20 lack the option: there the
+	 * port also sees what it sends) */
+	(void)setsockopt(q->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one,
+			 sizeof(one));
+	if (p->qdisc_bypass &&
+	    setsockopt(q->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one,
+		       sizeof(one)))
+		return afp_fail(err, args, "qdisc_bypass",
+				"PACKET_QDISC_BYPASS");
+	memset(&req, 0, sizeof(req));
+	req.tp_block_size = p->block_size;
+	req.tp_block_nr = p->blocks;
+	req.tp_frame_size = AFP_FRAME_SIZE;
+	req.tp_frame_nr =
+	    (unsigned)((uint64_t)p->block_size * p->blocks / AFP_FRAME_SIZE);
+	req.tp_retire_blk_tov = AFP_BLOCK_TIMEOUT_MS;
+	if (setsockopt(q->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
+		return afp_fail(err, args, "blocks", "receive ring");
+	q->ring =
+	    mmap(NULL, (size_t)p->block_size * p->blocks,
+		 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_LOCKED, q->fd, 0);
+	if (q->ring == MAP_FAILED)
+		q->ring = mmap(NULL, (size_t)p->block_size * p->blocks,
+			       PROT_READ | PROT_WRITE, MAP_SHARED, q->fd, 0);
+	if (q->ring == MAP_FAILED) {
+		q->ring = NULL;
+		return afp_fail(err, args, "blocks", "mapping the ring");
+	}
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = p->ifindex;
+	if (bind(q->fd, (struct sockaddr *)&sll, sizeof(sll)))
+		return afp_fail(err, args, "kind", "bind to the interface");
+	if (p->up.n_rxq > 1) {
+		int fo = p->fanout | PACKET_FANOUT_HASH << 16;
+
+		if (setsockopt(q->fd, SOL_PACKET, PACKET_FANOUT, &fo,
+			       sizeof(fo)))
+			return afp_fail(err, args, "fanout",
+					"joining the fanout group");
+	}
+	return 0;
+}
+
+static void afp_close(struct dpflow_port *port)
+{
+	struct port_afpacket *p = afp_port(port);
+
+	for (unsigned i = 0; i < AFP_QUEUES_MAX; i++) {
+		struct afp_queue *q = &p->q[i];
+
+		if (q->ring)
+			munmap(q->ring, (size_t)p->block_size * p->blocks);
+		if (q->fd >= 0)
+			close(q->fd);
+		q->ring = NULL;
+		q->fd = -1;
+	}
+}
+
+/* An unsigned argument in [lo, hi]; 0 or -EINVAL with @err. */
+static int afp_arg_u64(const struct port_args *args, const struct port_arg *a,
+		       const char *field, uint64_t lo, uint64_t hi,
+		       uint64_t *out, struct dpflow_error *err)
+{
+	char *end;
+	unsigned long long v;
+
+	if (port_arg_need_value(args, a, field, err))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(a->val, &end, 0);
+	if (errno || *end || a->val[0] == '-' || v < lo || v > hi)
+		return dpflow_error_set(
+		    err, EINVAL, field, "%s: %s=%s: a number from %llu to %llu",
+		    args->uri, a->key, a->val, (unsigned long long)lo,
+		    (unsigned long long)hi);
+	*out = v;
+	return 0;
+}
+
+static int afp_open(struct dpflow_port *port, const struct port_args *args,
+		    struct dpflow_error *err)
+{
+	struct port_afpacket *p = afp_port(port);
+	bool seen[4] = {false};
+	uint64_t queues = 1, blocks = AFP_BLOCKS_DEFAULT,
+		 bsize = AFP_BLOCK_SIZE_DFLT, fanout = 0;
+	const char *ifname = NULL;
+	long page = sysconf(_SC_PAGESIZE);
+	int rc;
+
+	for (unsigned i = 0; i < AFP_QUEUES_MAX; i++)
+		p->q[i].fd = -1;
+	for (unsigned i = 0; i < args->n; i++) {
+		const struct port_arg *a = &args->a[i];
+
+		if (!a->val && !strcmp(a->key, "qdisc_bypass")) {
+			p->qdisc_bypass = true;
+			continue;
+		}
+		if (!a->val && !ifname) {
+			ifname = a->key;
+			continue;
+		}
+		if (!strcmp(a->key, "queues"))
+			rc = port_arg_once(args, a, "queues", &seen[0], err) ||
+			     afp_arg_u64(args, a, "queues", 1, AFP_QUEUES_MAX,
+					 &queues, err);
+		else if (!strcmp(a->key, "blocks"))
+			rc = port_arg_once(args, a, "blocks", &seen[1], err) ||
+			     afp_arg_u64(args, a, "blocks", 2, 65536, &blocks,
+					 err);
+		else if (!strcmp(a->key, "block_size"))
+			rc = port_arg_once(args, a, "block_size", &seen[2],
+					   err) ||
+			     afp_arg_u64(args, a, "block_size", 4096,
+					 AFP_BLOCK_SIZE_MAX, &bsize, err);
+		else if (!strcmp(a->key, "fanout"))
+			rc = port_arg_once(args, a, "fanout", &seen[3], err) ||
+			     afp_arg_u64(args, a, "fanout", 1, 65535, &fanout,
+					 err);
+		else
+			rc = port_arg_unknown(args, a, err);
+		if (rc)
+			return -EINVAL;
+	}
+	if (!ifname || strlen(ifname) >= IF_NAMESIZE)
+		return dpflow_error_set(err, EINVAL, "interface",
+					"%s: an interface name is needed "
+					"(afpacket:eth0)",
+					args->uri);
+	if (page > 0 && bsize % (uint64_t)page)
+		return dpflow_error_set(err, EINVAL, "block_size",
+					"%s: block_size %llu: a multiple of "
+					"the page size (%ld)",
+					args->uri, (unsigned long long)bsize,
+					page);
+	if (bsize * blocks > AFP_RING_BYTES_MAX)
+		return dpflow_error_set(err, EINVAL, "blocks",
+					"%s: a ring of %llu bytes: at most "
+					"%llu",
+					args->uri,
+					(unsigned long long)(bsize * blocks),
+					AFP_RING_BYTES_MAX);
+	snprintf(p->ifname, sizeof(p->ifname), "%s", ifname);
+	p->ifindex = (int)if_nametoindex(ifname);
+	if (!p->ifindex)
+		return dpflow_error_set(err, ENODEV, "interface",
+					"%s: no interface '%s'", args->uri,
+					ifname);
+	p->blocks = (unsigned)blocks;
+	p->block_size = (uint32_t)bsize;
+	p->fanout =
+	    fanout
+		? (uint16_t)fanout
+		: (uint16_t)((unsigned)getpid() * 31u + (unsigned)p->ifindex);
+	port->n_rxq = port->n_txq = (uint16_t)queues;
+	port->link_type = 1; /* Ethernet */
+	for (unsigned i = 0; i < queues; i++) {
+		errno = 0;
+		rc = afp_queue_open(p, &p->q[i], args, err);
+		if (rc) {
+			afp_close(port);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void afp_stats(const struct dpflow_port *port,
+		      struct dpflow_port_stats *s)
+{
+	struct port_afpacket *p = afp_port((struct dpflow_port *)port);
+	uint64_t drops = 0;
+
+	for (unsigned i = 0; i < port->n_rxq; i++) {
+		const struct afp_queue *q = &p->q[i];
+		struct tpacket_stats_v3 ks;
+		socklen_t len = sizeof(ks);
+
+		s->rx_pkts += port_ctr_read(&q->rx_pkts);
+		s->rx_bytes += port_ctr_read(&q->rx_bytes);
+		s->rx_nobuf += port_ctr_read(&q->rx_nobuf);
+		s->rx_oversize += port_ctr_read(&q->rx_oversize);
+		s->tx_pkts += port_ctr_read(&q->tx_pkts);
+		s->tx_bytes += port_ctr_read(&q->tx_bytes);
+		s->tx_errors += port_ctr_read(&q->tx_errors);
+		/* the kernel's counters reset when read: keep the sum */
+		if (q->fd >= 0 && !getsockopt(q->fd, SOL_PACKET,
+					      PACKET_STATISTICS, &ks, &len))
+			drops += ks.tp_drops;
+	}
+	s->rx_dropped =
+	    __atomic_add_fetch(&p->kernel_drops, drops, __ATOMIC_RELAXED);
+}
+
+const struct dpflow_port_ops dpflow_port_afpacket_ops = {
+    .kind = "afpacket",
+    .size = sizeof(struct port_afpacket),
+    .open = afp_open,
+    .rx_burst = afp_rx_burst,
+    .tx_burst = afp_tx_burst,
+    .stats = afp_stats,
+    .close = afp_close,
+};
