@@ -986,7 +986,7 @@ Test(link, written_by_libpcap_dump)
 /* Strings held in the case, as in struct link_case. */
 struct uri_case {
 	char uri[48];
-	char field[8];
+	char field[16];
 	int code;
 	char in_msg[32]; /* a substring of the message */
 };
@@ -1023,6 +1023,19 @@ static struct uri_case uri_cases[] = {
     {"ring:r,size=8,size=16", "size", EINVAL, "twice"},
     {"ring:r,loop=1", "loop", EINVAL, "'1'"},
     {"ring:r,bogus=1", "key", EINVAL, "'bogus' (value '1')"},
+    {"afpacket:", "interface", EINVAL, "an interface name"},
+    {"afpacket:queues=2", "interface", EINVAL, "an interface name"},
+    {"afpacket:nosuchif0", "interface", ENODEV, "no interface 'nosuchif0'"},
+    {"afpacket:lo,queues=0", "queues", EINVAL, "queues=0: a number"},
+    {"afpacket:lo,queues=65", "queues", EINVAL, "queues=65: a number"},
+    {"afpacket:lo,queues=x", "queues", EINVAL, "queues=x"},
+    {"afpacket:lo,queues=2,queues=3", "queues", EINVAL, "twice"},
+    {"afpacket:lo,blocks=1", "blocks", EINVAL, "blocks=1"},
+    {"afpacket:lo,block_size=5000", "block_size", EINVAL, "page size"},
+    {"afpacket:lo,blocks=65536,block_size=65536", "blocks", EINVAL,
+     "at most"},
+    {"afpacket:lo,fanout=", "fanout", EINVAL, "missing value"},
+    {"afpacket:lo,bogus=1", "key", EINVAL, "'bogus' (value '1')"},
 };
 
 ParameterizedTestParameters(uri, rejected)
@@ -1260,4 +1273,61 @@ Test(ring, no_pool_receives_nothing)
 		     1);
 	cr_assert_eq(dpflow_port_rx_burst(p, 0, &got, 1), 0);
 	dpflow_port_close(p);
+}
+
+/* ---- afpacket on the loopback interface --------------------------------- */
+
+/* A frame sent on lo comes back in: the port receives what it sent. */
+Test(afpacket, loopback_round_trip)
+{
+	struct dpflow_pool *pool;
+	struct dpflow_port *port;
+	struct dpflow_port_stats st;
+	uint32_t idx[32], slot;
+	uint8_t frame[80];
+	bool found = false;
+
+	if (geteuid() != 0)
+		cr_skip_test("packet sockets need root (CAP_NET_RAW)");
+	pool = pool_new(256, 0);
+	port = port_open_ok(pool, "afpacket:lo,blocks=4,block_size=65536");
+	cr_assert_str_eq(dpflow_port_kind(port), "afpacket");
+	cr_assert_eq(dpflow_port_rx_queues(port), 1);
+	/* an Ethernet frame of a private ethertype, with a marker */
+	memset(frame, 0, sizeof(frame));
+	frame[12] = 0x88;
+	frame[13] = 0xb5;
+	memcpy(frame + 14, "dpflow-afpacket-test", 20);
+	frame[40] = (uint8_t)getpid();
+	cr_assert_eq(dpflow_pool_alloc_bulk(pool, &slot, 1), 0);
+	memcpy(dpflow_pkt_data(pool, slot), frame, sizeof(frame));
+	dpflow_pool_meta(pool, slot)->data_len = sizeof(frame);
+	cr_assert_eq(dpflow_port_tx_burst(port, 0, pool, &slot, 1), 1);
+	for (int tries = 0; tries < 200 && !found; tries++) {
+		uint16_t n = dpflow_port_rx_burst(port, 0, idx, 32);
+
+		for (uint16_t i = 0; i < n; i++) {
+			const struct dpflow_pkt_meta *m =
+			    dpflow_pool_meta(pool, idx[i]);
+
+			if (m->data_len == sizeof(frame) &&
+			    !memcmp(dpflow_pkt_data(pool, idx[i]), frame,
+				    sizeof(frame))) {
+				found = true;
+				cr_assert_gt(m->rx_ts_ns, 0);
+				cr_assert_eq(m->port, dpflow_port_id(port));
+			}
+		}
+		dpflow_pool_free_bulk(pool, idx, n);
+		if (!n)
+			usleep(5000);
+	}
+	cr_assert(found, "the frame sent on lo was not received");
+	dpflow_port_stats_get(port, &st);
+	cr_assert_geq(st.tx_pkts, 1);
+	cr_assert_eq(st.tx_bytes, sizeof(frame));
+	cr_assert_geq(st.rx_pkts, 1);
+	dpflow_port_close(port);
+	cr_assert_eq(dpflow_pool_avail(pool), 256, "every slot back");
+	dpflow_pool_destroy(pool);
 }
