@@ -806,7 +806,15 @@ static int upd_publish(struct upd *u, uint32_t v)
 	int rc;
 
 	for (unsigned p = 0; p < 2; p++) {
-		struct dpflow_pipe *pipe = dpflow_ctx_pipe(u->s.ctx, p);
+		/* by name: the loader creates a pipe after those it
+		 * forwards to, so b comes first in creation order */
+		struct dpflow_pipe *pipe =
+		    dpflow_pipe_find(u->s.ctx, p ? "b" : "a");
+
+		if (!pipe) {
+			CHECK(0, "update test: no pipe %s", p ? "b" : "a");
+			return -1;
+		}
 
 		for (unsigned k = 0; k < UPD_ENTRIES; k++) {
 			struct dpflow_entry_cfg c;
