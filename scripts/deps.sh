@@ -7,8 +7,8 @@
 set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
-libcriterion-dev libpcap-dev liburcu-dev libyaml-dev tshark python3
-python3-scapy"
+libcriterion-dev libpcap-dev liburcu-dev libyaml-dev libjansson-dev
+libmicrohttpd-dev libxdp-dev libbpf-dev tshark python3 python3-scapy curl"
 if [ "${1:-}" = "--bench" ]; then
 	PKGS="$PKGS libdpdk-dev"
 fi
