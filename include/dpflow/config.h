@@ -40,6 +40,24 @@ struct dpflow_ctx *dpflow_config_load_string(const char *yaml, const char *name,
 					     const struct dpflow_config_opts *o,
 					     struct dpflow_error *err);
 
+/* dpflow_config_parse_entry() @flags */
+#define DPFLOW_ENTRY_PARSE_KEY 0x1 /* only what names the entry: match or
+				      index, and priority; the other keys
+				      are checked by name and ignored */
+
+/*
+ * Parse one entry of @pipe from @text (@len bytes): YAML or JSON of the
+ * mapping a config's pipes[i].entries[j] holds, with the same checks and
+ * messages as dpflow_config_load(). Fills @e. Returns 0, or -errno with
+ * @err "PATH.KEY: what is wrong" (@path, such as "entries[2]", prefixes
+ * every key path; NULL: none). Nothing is queued. Control thread only.
+ */
+int dpflow_config_parse_entry(struct dpflow_ctx *ctx,
+			      const struct dpflow_pipe *pipe, const char *text,
+			      size_t len, const char *path, unsigned flags,
+			      struct dpflow_entry_cfg *e,
+			      struct dpflow_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -453,6 +453,21 @@ int dpflow_pipe_stats_get(const struct dpflow_pipe *pipe,
 uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 				  uint32_t *idx, uint16_t n);
 
+/* dpflow_ctx_process_burst() flags */
+#define DPFLOW_PROCESS_PARSED 0x1 /* the packets' meta is already filled
+				     by dpflow_parse_burst() */
+
+/* dpflow_ctx_process_burst() with @flags (DPFLOW_PROCESS_*). */
+uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
+				     uint32_t *idx, uint16_t n, unsigned flags);
+
+/*
+ * The transmit queue this data thread sends on (taken modulo each port's
+ * transmit queues; default 0). Threads that share a queue are serialised
+ * on it.
+ */
+void dpflow_ctx_thread_tx_queue(struct dpflow_ctx *ctx, uint16_t queue);
+
 /* Drop counters of the context, indexed by enum dpflow_drop. */
 void dpflow_ctx_drops(const struct dpflow_ctx *ctx, uint64_t *drops);
 

@@ -46,13 +46,13 @@ extern "C" {
 struct dpflow_rt;
 
 struct dpflow_rt_cfg {
-	uint16_t workers;	/* 1..DPFLOW_WORKERS_MAX; 0: 1 */
-	const int *cpus;	/* NULL: no pinning; else cpus[w] for worker w */
-	bool rss_key_set;	/* use @rss_key; else a random key */
+	uint16_t workers; /* 1..DPFLOW_WORKERS_MAX; 0: 1 */
+	const int *cpus;  /* NULL: no pinning; else cpus[w] for worker w */
+	bool rss_key_set; /* use @rss_key; else a random key */
 	uint8_t rss_key[DPFLOW_RSS_KEY_LEN];
-	uint16_t burst;		/* packets per receive burst; 0: 32 */
-	uint32_t handoff_size;	/* slots of each handoff ring, power of 2;
-				   0: 1024 */
+	uint16_t burst;	       /* packets per receive burst; 0: 32 */
+	uint32_t handoff_size; /* slots of each handoff ring, power of 2;
+				  0: 1024 */
 };
 
 /* What one worker did; read from any thread (relaxed loads). */

@@ -159,10 +159,19 @@ struct ctx_handler {
 	void *arg;
 };
 
+/* Transmit queues of a port with a lock each (queue q uses q % this). */
+#define CTX_TXQ_LOCKS 64
+
 struct ctx_port {
 	char name[DPFLOW_NAME_MAX];
 	struct dpflow_port *port;
 	struct dpflow_pipe *root;
+	/* one lock per transmit queue, 64 bytes apart (padding, not an
+	 * alignment: the context comes from calloc) */
+	struct {
+		uint32_t v;
+		uint8_t pad[60];
+	} tx_lock[CTX_TXQ_LOCKS];
 };
 
 struct dpflow_ctx {

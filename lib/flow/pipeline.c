@@ -53,6 +53,7 @@ struct scratch {
 	uint32_t ct_user[DPFLOW_BURST_MAX];
 	uint64_t now_ns; /* read once per burst */
 	unsigned worker; /* counter shard (flow_internal.h) */
+	uint16_t txq;	 /* transmit queue (dpflow_ctx_thread_tx_queue) */
 };
 
 /* Each data thread's scratch: made when it goes online, freed offline. */
@@ -420,8 +421,44 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 	__atomic_fetch_add(&pipe->misses, n - hit, __ATOMIC_RELAXED);
 }
 
+/*
+ * Hand @o to port @p on this thread's transmit queue (modulo the port's
+ * queues). Several threads may map to one queue: each queue has a spin
+ * lock, uncontended when every worker has a queue of its own.
+ */
+static uint16_t port_send(struct dpflow_ctx *ctx, struct scratch *s,
+			  unsigned p, const struct burst_list *o)
+{
+	struct ctx_port *cp = &ctx->ports[p];
+	uint16_t nq = dpflow_port_tx_queues(cp->port);
+	uint16_t q = nq > 1 ? (uint16_t)(s->txq % nq) : 0;
+	uint32_t *lock = &cp->tx_lock[q % CTX_TXQ_LOCKS].v;
+	uint16_t sent;
+
+	while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(lock, __ATOMIC_RELAXED))
+			__builtin_ia32_pause();
+	sent = dpflow_port_tx_burst(cp->port, q, ctx->pool, o->idx, o->n);
+	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+	return sent;
+}
+
+void dpflow_ctx_thread_tx_queue(struct dpflow_ctx *ctx, uint16_t queue)
+{
+	struct scratch *s = scratch_of(ctx);
+
+	if (s)
+		s->txq = queue;
+}
+
 uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 				  uint32_t *idx, uint16_t n)
+{
+	return dpflow_ctx_process_burst_ex(ctx, port, idx, n, 0);
+}
+
+uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
+				     uint32_t *idx, uint16_t n, unsigned flags)
 {
 	struct scratch *s = scratch_of(ctx);
 	struct dpflow_pipe *root;
@@ -437,7 +474,8 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 	gen = __atomic_load_n(&ctx->gen, __ATOMIC_ACQUIRE);
 	s->now_ns = dpflow_clock_ns();
 	root = port < ctx->n_ports ? ctx->ports[port].root : NULL;
-	dpflow_parse_burst(ctx->pool, idx, n);
+	if (!(flags & DPFLOW_PROCESS_PARSED))
+		dpflow_parse_burst(ctx->pool, idx, n);
 	for (uint16_t i = 0; i < n; i++) {
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx[i]);
 
@@ -477,8 +515,7 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 
 		if (!o->n)
 			continue;
-		sent = dpflow_port_tx_burst(ctx->ports[p].port, 0, ctx->pool,
-					    o->idx, o->n);
+		sent = port_send(ctx, s, p, o);
 		if (sent < o->n) {
 			__atomic_fetch_add(
 			    &ctx->drops[DPFLOW_DROP_PORT_TX_FULL],

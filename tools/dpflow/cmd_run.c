@@ -15,6 +15,7 @@
  * counters; what the GPU target cannot run yet is refused at start with
  * the pipe and the feature named.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include "dpflow/config.h"
 #include "dpflow/dpflow.h"
 #include "dpflow/flow.h"
+#include "dpflow/runtime.h"
 #ifdef DPFLOW_HAVE_GPU
 #include "dpflow/gpu_flow.h"
 #endif
@@ -39,12 +41,15 @@
 #define RUN_NAP_NS     20000
 
 static const struct timespec run_nap = {0, RUN_NAP_NS};
+/* the control thread's pace while workers run */
+static const struct timespec run_ctl_nap = {0, 1000000};
 
 /* What the loop counts beside the engine's own counters. */
 struct run_state {
 	struct dpflow_ctx *ctx;
 	struct dpflow_queue *q;
 	struct dpflow_gpu_flow *gpu; /* NULL: the CPU target */
+	struct dpflow_rt *rt;	     /* the CPU target's workers */
 	uint64_t handler_pkts;	     /* the `count` handler */
 	uint64_t rss_pkts[DPFLOW_RSS_QUEUES_MAX];
 	uint64_t aged[DPFLOW_PIPES_MAX];
@@ -64,7 +69,8 @@ static void on_signal(int sig)
 static void count_handler(void *arg, struct dpflow_pool *pool,
 			  const uint32_t *idx, uint16_t n)
 {
-	*(uint64_t *)arg += n;
+	/* workers call it concurrently */
+	__atomic_fetch_add((uint64_t *)arg, n, __ATOMIC_RELAXED);
 	dpflow_pool_free_bulk(pool, idx, n);
 }
 
@@ -139,9 +145,8 @@ static int age_pipes(struct run_state *st)
 		return 0;
 	if (st->gpu)
 		return gpu_batch(st);
-	dpflow_ctx_thread_offline(st->ctx);
+	/* this thread is the control thread: never an RCU reader */
 	rc = dpflow_entries_process(st->q, NULL, &err);
-	dpflow_ctx_thread_online(st->ctx);
 	if (rc)
 		fprintf(stderr, "dpflow run: removing aged entries: %s\n",
 			err.msg);
@@ -168,6 +173,92 @@ static int run_gpu_burst(struct run_state *st, uint16_t port, uint32_t *idx,
 	(void)n;
 	return -ENOTSUP;
 #endif
+}
+
+/*
+ * The GPU target: this thread receives, runs each burst on the GPU and
+ * serves aging, until the inputs end, the deadline or a signal.
+ */
+static int run_gpu_loop(struct run_state *st, uint64_t deadline)
+{
+	struct dpflow_ctx *ctx = st->ctx;
+	uint64_t next_age = dpflow_clock_ns() + RUN_AGE_NS;
+	unsigned idle = 0;
+	int rc = 0;
+
+	while (!stop_requested && !rc) {
+		bool all_done = true;
+		unsigned got = 0;
+		uint64_t now;
+
+		for (unsigned p = 0; p < dpflow_ctx_port_count(ctx); p++) {
+			struct dpflow_port *port = dpflow_ctx_port(ctx, p);
+			uint32_t idx[RUN_BURST];
+			uint16_t n;
+
+			if (dpflow_port_rx_done(port))
+				continue;
+			all_done = false;
+			for (uint16_t qi = 0;
+			     qi < dpflow_port_rx_queues(port) && !rc; qi++) {
+				n = dpflow_port_rx_burst(port, qi, idx,
+							 RUN_BURST);
+				got += n;
+				if (n)
+					rc = run_gpu_burst(st, (uint16_t)p, idx,
+							   n);
+			}
+		}
+		idle = got ? 0 : idle + 1;
+		if (idle >= RUN_IDLE_POLLS)
+			nanosleep(&run_nap, NULL);
+		drain_rss(st);
+		now = dpflow_clock_ns();
+		if (now >= next_age) {
+			age_pipes(st);
+			next_age = now + RUN_AGE_NS;
+		}
+		if (all_done || (deadline && now >= deadline))
+			break;
+	}
+	return rc;
+}
+
+/*
+ * The CPU target: worker threads run the ports (lib/runtime); this thread
+ * is the control thread: RSS queues, aging, until the inputs end, the
+ * deadline or a signal; then the workers drain and stop.
+ */
+static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
+		       uint64_t deadline)
+{
+	struct dpflow_error err = {0};
+	uint64_t next_age = dpflow_clock_ns() + RUN_AGE_NS;
+	struct dpflow_rt *rt = dpflow_rt_create(st->ctx, rcfg, &err);
+
+	if (!rt || dpflow_rt_start(rt, &err)) {
+		fprintf(stderr, "dpflow run: %s%s%s\n", err.field ? "--" : "",
+			err.field ? err.field : "", err.msg);
+		dpflow_rt_destroy(rt);
+		return -EINVAL;
+	}
+	st->rt = rt;
+	while (!stop_requested) {
+		uint64_t now;
+
+		drain_rss(st);
+		now = dpflow_clock_ns();
+		if (now >= next_age) {
+			age_pipes(st);
+			next_age = now + RUN_AGE_NS;
+		}
+		if (dpflow_rt_inputs_done(rt) || (deadline && now >= deadline))
+			break;
+		nanosleep(&run_ctl_nap, NULL);
+	}
+	dpflow_rt_stop(rt);
+	drain_rss(st);
+	return 0;
 }
 
 static bool fwd_is_handler(const struct dpflow_fwd *f)
@@ -252,6 +343,30 @@ static void print_ctx_extras(const struct run_state *st)
 	}
 }
 
+/* What each worker did (the CPU target). */
+static void print_workers(const struct run_state *st)
+{
+	unsigned n = dpflow_rt_workers(st->rt);
+
+	if (!n)
+		return;
+	printf("workers:\n");
+	for (unsigned w = 0; w < n; w++) {
+		struct dpflow_worker_stats s;
+
+		dpflow_rt_worker_stats(st->rt, w, &s);
+		printf("  worker %-5u rx %10lu pkts   ran %10lu pkts   handoff "
+		       "out %lu in %lu dropped %lu",
+		       w, (unsigned long)s.rx_pkts, (unsigned long)s.pkts,
+		       (unsigned long)s.handoff_out,
+		       (unsigned long)s.handoff_in,
+		       (unsigned long)s.handoff_drops);
+		if (s.cpu >= 0)
+			printf("   cpu %d", s.cpu);
+		printf("\n");
+	}
+}
+
 static void print_counters(const struct run_state *st)
 {
 	struct dpflow_ctx *ctx = st->ctx;
@@ -276,6 +391,7 @@ static void print_counters(const struct run_state *st)
 			    (unsigned long)s.rx_dropped,
 			    (unsigned long)s.tx_errors);
 	}
+	print_workers(st);
 	printf("pipes:\n");
 	for (unsigned i = 0; i < dpflow_ctx_pipe_count(ctx); i++) {
 		struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
@@ -317,22 +433,81 @@ static void usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: dpflow run CONFIG.yaml [--target cpu|gpu] "
-	    "[--duration S] [--pool N]\n"
+	    "usage: dpflow run CONFIG.yaml [--target cpu|gpu] [--workers N]\n"
+	    "                  [--cpus LIST] [--rss-key HEX] [--duration S]\n"
+	    "                  [--pool N]\n"
 	    "\n"
 	    "Run the data plane described by CONFIG.yaml (docs/config.md)\n"
 	    "until its inputs are exhausted, S seconds pass, or SIGINT or\n"
-	    "SIGTERM arrives; then print the counters and exit 0.\n"
+	    "SIGTERM arrives; then drain, print the counters and exit 0.\n"
 	    "  --target T    cpu (default) or gpu (GPU 0; builds with nvcc)\n"
+	    "  --workers N   worker threads of the CPU target (default 1,\n"
+	    "                at most 64); flows spread by symmetric RSS\n"
+	    "  --cpus LIST   pin worker i to the i-th CPU of LIST (0,2,4 or\n"
+	    "                2-5); at least one CPU per worker\n"
+	    "  --rss-key HEX the 40-byte Toeplitz key (80 hex digits);\n"
+	    "                default: random at start\n"
 	    "  --duration S  stop after S seconds\n"
 	    "  --pool N      packet buffers (default 8192)\n"
 	    "\n"
 	    "Configs may forward to the software handler 'count' (counts\n"
-	    "and frees packets). RSS queues are drained after each burst\n"
-	    "and counted per queue; every 100 ms pipes with aging are aged\n"
-	    "and their aged-out entries removed. The counters include the\n"
-	    "meter colours, connections of ct pipes, RSS queues, the\n"
-	    "count handler, shared counters and aged-out entries.\n");
+	    "and frees packets). RSS queues are drained by the control\n"
+	    "thread and counted per queue; every 100 ms pipes with aging\n"
+	    "are aged and their aged-out entries removed. The counters\n"
+	    "include each worker's packets and handoffs, the meter\n"
+	    "colours, connections of ct pipes, RSS queues, the count\n"
+	    "handler, shared counters and aged-out entries.\n"
+	    "docs/runtime.md describes workers and RSS.\n");
+}
+
+/* "0,2,4" or "2-5" or a mix: into @cpus (at most @max); count or -1. */
+static int parse_cpus(const char *text, int *cpus, int max)
+{
+	int n = 0;
+	const char *p = text;
+
+	while (*p) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi;
+
+		if (end == p || lo < 0 || lo >= 4096)
+			return -1;
+		hi = lo;
+		p = end;
+		if (*p == '-') {
+			hi = strtol(p + 1, &end, 10);
+			if (end == p + 1 || hi < lo || hi >= 4096)
+				return -1;
+			p = end;
+		}
+		for (long c = lo; c <= hi; c++) {
+			if (n == max)
+				return -1;
+			cpus[n++] = (int)c;
+		}
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return -1;
+	}
+	return n;
+}
+
+/* 80 hex digits into @key. */
+static int parse_key(const char *text, uint8_t *key)
+{
+	if (strlen(text) != 2 * DPFLOW_RSS_KEY_LEN)
+		return -1;
+	for (unsigned i = 0; i < DPFLOW_RSS_KEY_LEN; i++) {
+		unsigned v;
+
+		if (sscanf(text + 2 * i, "%2x", &v) != 1 ||
+		    !isxdigit((unsigned char)text[2 * i]) ||
+		    !isxdigit((unsigned char)text[2 * i + 1]))
+			return -1;
+		key[i] = (uint8_t)v;
+	}
+	return 0;
 }
 
 int cmd_run(int argc, char **argv)
@@ -341,6 +516,9 @@ int cmd_run(int argc, char **argv)
 	    {"target", required_argument, NULL, 't'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"pool", required_argument, NULL, 'p'},
+	    {"workers", required_argument, NULL, 'w'},
+	    {"cpus", required_argument, NULL, 'c'},
+	    {"rss-key", required_argument, NULL, 'k'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -349,13 +527,15 @@ int cmd_run(int argc, char **argv)
 	    {"count", count_handler, &st.handler_pkts},
 	};
 	struct dpflow_config_opts copts = {0};
+	struct dpflow_rt_cfg rcfg = {0};
+	static int cpus[DPFLOW_WORKERS_MAX];
+	int n_cpus = 0;
 	struct dpflow_error err = {0};
 	struct dpflow_ctx *ctx;
 	double duration = 0;
 	bool use_gpu = false;
 	int rc = 0;
-	uint64_t deadline = 0, next_age;
-	unsigned idle = 0;
+	uint64_t deadline = 0;
 	char *end;
 	int c;
 
@@ -403,6 +583,40 @@ int cmd_run(int argc, char **argv)
 			copts.pool_slots = (uint32_t)n;
 			break;
 		}
+		case 'w': {
+			unsigned long n = strtoul(optarg, &end, 10);
+
+			if (*end || n < 1 || n > DPFLOW_WORKERS_MAX) {
+				fprintf(stderr,
+					"dpflow run: --workers '%s': expected "
+					"1..%u\n",
+					optarg, DPFLOW_WORKERS_MAX);
+				return 2;
+			}
+			rcfg.workers = (uint16_t)n;
+			break;
+		}
+		case 'c':
+			n_cpus = parse_cpus(optarg, cpus, DPFLOW_WORKERS_MAX);
+			if (n_cpus <= 0) {
+				fprintf(stderr,
+					"dpflow run: --cpus '%s': expected a "
+					"list such as 0,2,4 or 2-5 (at most "
+					"%u CPUs)\n",
+					optarg, DPFLOW_WORKERS_MAX);
+				return 2;
+			}
+			break;
+		case 'k':
+			if (parse_key(optarg, rcfg.rss_key)) {
+				fprintf(stderr,
+					"dpflow run: --rss-key: expected %u "
+					"hex digits\n",
+					2 * DPFLOW_RSS_KEY_LEN);
+				return 2;
+			}
+			rcfg.rss_key_set = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -413,6 +627,24 @@ int cmd_run(int argc, char **argv)
 	}
 	if (optind != argc - 1) {
 		usage(stderr);
+		return 2;
+	}
+	if (n_cpus) {
+		unsigned need = rcfg.workers ? rcfg.workers : 1;
+
+		if ((unsigned)n_cpus < need) {
+			fprintf(stderr,
+				"dpflow run: --cpus lists %d CPUs for %u "
+				"workers\n",
+				n_cpus, need);
+			return 2;
+		}
+		rcfg.cpus = cpus;
+	}
+	if (use_gpu && (rcfg.workers > 1 || n_cpus)) {
+		fprintf(stderr, "dpflow run: --workers and --cpus are for the "
+				"CPU target (--target gpu runs one proxy "
+				"thread)\n");
 		return 2;
 	}
 	memset(&st, 0, sizeof(st));
@@ -448,55 +680,13 @@ int cmd_run(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	if (duration > 0)
 		deadline = dpflow_clock_ns() + (uint64_t)(duration * 1e9);
-	next_age = dpflow_clock_ns() + RUN_AGE_NS;
 
-	if (!st.gpu)
-		dpflow_ctx_thread_online(ctx);
-	while (!stop_requested && !rc) {
-		bool all_done = true;
-		unsigned got = 0;
-		uint64_t now;
-
-		for (unsigned p = 0; p < dpflow_ctx_port_count(ctx); p++) {
-			struct dpflow_port *port = dpflow_ctx_port(ctx, p);
-			uint32_t idx[RUN_BURST];
-			uint16_t n;
-
-			if (dpflow_port_rx_done(port))
-				continue;
-			all_done = false;
-			for (uint16_t qi = 0;
-			     qi < dpflow_port_rx_queues(port) && !rc; qi++) {
-				n = dpflow_port_rx_burst(port, qi, idx,
-							 RUN_BURST);
-				got += n;
-				if (n && st.gpu)
-					rc = run_gpu_burst(&st, (uint16_t)p,
-							   idx, n);
-				else if (n)
-					dpflow_ctx_process_burst(
-					    ctx, (uint16_t)p, idx, n);
-			}
-		}
-		/* live ports: after a run of empty polls, nap briefly
-		 * instead of spinning on an idle link */
-		idle = got ? 0 : idle + 1;
-		if (idle >= RUN_IDLE_POLLS)
-			nanosleep(&run_nap, NULL);
-		drain_rss(&st);
-		if (!st.gpu)
-			dpflow_ctx_quiescent(ctx);
-		now = dpflow_clock_ns();
-		if (now >= next_age) {
-			age_pipes(&st);
-			next_age = now + RUN_AGE_NS;
-		}
-		if (all_done || (deadline && now >= deadline))
-			break;
-	}
-	if (!st.gpu)
-		dpflow_ctx_thread_offline(ctx);
+	if (st.gpu)
+		rc = run_gpu_loop(&st, deadline);
+	else
+		rc = run_workers(&st, &rcfg, deadline);
 	print_counters(&st);
+	dpflow_rt_destroy(st.rt);
 #ifdef DPFLOW_HAVE_GPU
 	dpflow_gpu_flow_unbind(st.gpu);
 #endif
