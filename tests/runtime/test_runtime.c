@@ -1,0 +1,318 @@
+/*
+ * The worker runtime on in-memory ring ports: every packet is run once,
+ * both directions of every flow are run by the same worker (symmetric
+ * RSS), the work is spread over the workers, the counters add up, stop
+ * drains what was handed over, and bad configurations are refused.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "dpflow/config.h"
+#include "dpflow/dpflow.h"
+#include "dpflow/flow.h"
+#include "dpflow/gen.h"
+#include "dpflow/runtime.h"
+
+#define FLOWS	  600
+#define PER_DIR	  4 /* packets of each direction of a flow */
+#define TOTAL	  (FLOWS * 2 * PER_DIR)
+#define N_THREADS 8
+
+/* What the handler saw: per flow, which thread ran its packets. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_t threads[N_THREADS];
+	unsigned n_threads;
+	int flow_thread[FLOWS];
+	unsigned per_thread[N_THREADS];
+	unsigned seen, mixed, bad;
+} rec = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static unsigned thread_slot(void)
+{
+	pthread_t me = pthread_self();
+
+	for (unsigned i = 0; i < rec.n_threads; i++)
+		if (pthread_equal(rec.threads[i], me))
+			return i;
+	rec.threads[rec.n_threads] = me;
+	return rec.n_threads++;
+}
+
+/* Flow f: 10.1.x.y:(1000 + f) <-> 10.2.x.y:80, sport tells the flow. */
+static void record(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
+		   uint16_t n)
+{
+	(void)arg;
+	pthread_mutex_lock(&rec.lock);
+	for (uint16_t i = 0; i < n; i++) {
+		const struct dpflow_pkt_meta *m =
+		    dpflow_pool_meta(pool, idx[i]);
+		unsigned t = thread_slot();
+		unsigned port =
+		    m->outer.sport == 80 ? m->outer.dport : m->outer.sport;
+		unsigned f = port - 1000;
+
+		rec.seen++;
+		rec.per_thread[t]++;
+		if (f >= FLOWS) {
+			rec.bad++;
+			continue;
+		}
+		if (rec.flow_thread[f] < 0)
+			rec.flow_thread[f] = (int)t;
+		else if (rec.flow_thread[f] != (int)t)
+			rec.mixed++;
+	}
+	pthread_mutex_unlock(&rec.lock);
+	dpflow_pool_free_bulk(pool, idx, n);
+}
+
+static const char cfg_yaml[] = "ports:\n"
+			       "  - {name: in, uri: 'ring:in,size=16384'}\n"
+			       "pipes:\n"
+			       "  - name: all\n"
+			       "    type: basic\n"
+			       "    root: in\n"
+			       "    match: [outer.ip.proto]\n"
+			       "    miss: {handler: rec}\n";
+
+static struct dpflow_ctx *ctx_new(void)
+{
+	struct dpflow_handler_def h[] = {{"rec", record, NULL}};
+	struct dpflow_config_opts o = {0};
+	struct dpflow_error err = {0};
+	struct dpflow_ctx *ctx;
+
+	o.handlers = h;
+	o.n_handlers = 1;
+	o.pool_slots = 16384;
+	ctx = dpflow_config_load_string(cfg_yaml, "test.yaml", &o, &err);
+	cr_assert_not_null(ctx, "config: %s", err.msg);
+	memset(rec.flow_thread, 0xff, sizeof(rec.flow_thread));
+	memset(rec.per_thread, 0, sizeof(rec.per_thread));
+	rec.n_threads = rec.seen = rec.mixed = rec.bad = 0;
+	return ctx;
+}
+
+/* TOTAL packets, both directions of FLOWS flows interleaved, onto the
+ * input ring. */
+static void load_traffic(struct dpflow_ctx *ctx)
+{
+	struct dpflow_pool *pool = dpflow_ctx_pool(ctx);
+	struct dpflow_ring *r = dpflow_port_ring_rx(dpflow_ctx_port(ctx, 0));
+	struct dpflow_gen_spec sp;
+	unsigned k = 0;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.has_eth = true;
+	sp.outer.l3_type = DPFLOW_L3_IPV4;
+	sp.outer.ttl = 64;
+	for (unsigned rep = 0; rep < PER_DIR; rep++)
+		for (unsigned f = 0; f < FLOWS; f++)
+			for (unsigned dir = 0; dir < 2; dir++) {
+				uint8_t a[4] = {10, 1, (uint8_t)(f >> 8),
+						(uint8_t)f};
+				uint8_t b[4] = {10, 2, (uint8_t)(f % 7), 9};
+				uint32_t idx;
+				struct dpflow_pkt_meta *m;
+
+				cr_assert_eq(
+				    dpflow_pool_alloc_bulk(pool, &idx, 1), 0);
+				m = dpflow_pool_meta(pool, idx);
+				sp.outer.l4_type =
+				    f % 3 ? DPFLOW_L4_TCP : DPFLOW_L4_UDP;
+				memcpy(sp.outer.src, dir ? b : a, 4);
+				memcpy(sp.outer.dst, dir ? a : b, 4);
+				sp.outer.sport =
+				    (uint16_t)(dir ? 80 : 1000 + f);
+				sp.outer.dport =
+				    (uint16_t)(dir ? 1000 + f : 80);
+				m->data_len = (uint16_t)dpflow_gen_build(
+				    &sp, dpflow_pkt_data(pool, idx), 256);
+				cr_assert(m->data_len > 0);
+				cr_assert_eq(
+				    dpflow_ring_enqueue_burst(r, &idx, 1), 1);
+				k++;
+			}
+	cr_assert_eq(k, TOTAL);
+}
+
+static unsigned seen_now(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&rec.lock);
+	n = rec.seen;
+	pthread_mutex_unlock(&rec.lock);
+	return n;
+}
+
+static void run_workers(unsigned workers)
+{
+	struct dpflow_ctx *ctx = ctx_new();
+	struct dpflow_rt_cfg cfg = {0};
+	struct dpflow_error err = {0};
+	struct dpflow_rt *rt;
+	uint64_t rx = 0, ran = 0, out = 0, in = 0, drops = 0;
+	struct timespec ts = {0, 1000000};
+	unsigned used = 0;
+
+	cfg.workers = (uint16_t)workers;
+	/* room for everything: with more workers than cores, the receiving
+	 * worker may run a whole time slice before the others start */
+	cfg.handoff_size = 8192;
+	load_traffic(ctx);
+	rt = dpflow_rt_create(ctx, &cfg, &err);
+	cr_assert_not_null(rt, "%s", err.msg);
+	cr_assert_eq(dpflow_rt_start(rt, &err), 0, "%s", err.msg);
+	for (unsigned i = 0; i < 10000 && seen_now() < TOTAL; i++)
+		nanosleep(&ts, NULL);
+	dpflow_rt_stop(rt);
+	for (unsigned w = 0; w < workers; w++) {
+		struct dpflow_worker_stats s;
+
+		cr_assert_eq(dpflow_rt_worker_stats(rt, w, &s), 0);
+		rx += s.rx_pkts;
+		ran += s.pkts;
+		out += s.handoff_out;
+		in += s.handoff_in;
+		drops += s.handoff_drops;
+	}
+	cr_expect_eq(rec.seen, TOTAL, "%u of %u packets run", rec.seen, TOTAL);
+	cr_expect_eq(rec.bad, 0);
+	cr_expect_eq(rec.mixed, 0,
+		     "%u packets run by another worker than their flow's",
+		     rec.mixed);
+	cr_expect_eq(rx, TOTAL, "received %lu", (unsigned long)rx);
+	cr_expect_eq(ran, TOTAL, "ran %lu", (unsigned long)ran);
+	cr_expect_eq(out, in, "handed %lu, taken %lu", (unsigned long)out,
+		     (unsigned long)in);
+	cr_expect_eq(drops, 0);
+	for (unsigned t = 0; t < rec.n_threads; t++)
+		used += rec.per_thread[t] > 0;
+	cr_expect_eq(used, workers, "%u of %u workers ran packets", used,
+		     workers);
+	/* with one worker nothing is handed over; with n, about (n-1)/n */
+	if (workers == 1)
+		cr_expect_eq(out, 0);
+	else
+		cr_expect(out > TOTAL / 2 / workers, "handed %lu",
+			  (unsigned long)out);
+	dpflow_rt_destroy(rt);
+	cr_expect_eq(dpflow_pool_avail(dpflow_ctx_pool(ctx)),
+		     dpflow_ctx_pool(ctx)->n_slots, "pool whole");
+	dpflow_ctx_destroy(ctx);
+}
+
+Test(runtime, one_worker)
+{
+	run_workers(1);
+}
+
+Test(runtime, two_workers_symmetric)
+{
+	run_workers(2);
+}
+
+Test(runtime, four_workers_symmetric)
+{
+	run_workers(4);
+}
+
+/* Stop at once: whatever was taken from the input is run, the rest stays
+ * on the ring; nothing is lost. */
+Test(runtime, stop_drains)
+{
+	struct dpflow_ctx *ctx = ctx_new();
+	struct dpflow_ring *r = dpflow_port_ring_rx(dpflow_ctx_port(ctx, 0));
+	struct dpflow_rt_cfg cfg = {0};
+	struct dpflow_error err = {0};
+	struct dpflow_rt *rt;
+	uint64_t rx = 0, drops = 0;
+	unsigned left;
+
+	cfg.workers = 3;
+	load_traffic(ctx);
+	rt = dpflow_rt_create(ctx, &cfg, &err);
+	cr_assert_not_null(rt, "%s", err.msg);
+	cr_assert_eq(dpflow_rt_start(rt, &err), 0, "%s", err.msg);
+	dpflow_rt_stop(rt);
+	for (unsigned w = 0; w < 3; w++) {
+		struct dpflow_worker_stats s;
+
+		dpflow_rt_worker_stats(rt, w, &s);
+		rx += s.rx_pkts;
+		drops += s.handoff_drops;
+	}
+	left = dpflow_ring_count(r);
+	/* a full handoff ring (1024 by default) drops, counted */
+	cr_expect_eq(rec.seen + drops, rx,
+		     "received %lu, ran %u, handoff drops %lu",
+		     (unsigned long)rx, rec.seen, (unsigned long)drops);
+	cr_expect_eq(rx + left, TOTAL);
+	cr_expect_eq(rec.mixed, 0);
+	dpflow_rt_destroy(rt);
+	{
+		uint32_t idx[256];
+		unsigned k;
+
+		while ((k = dpflow_ring_dequeue_burst(r, idx, 256)))
+			dpflow_pool_free_bulk(dpflow_ctx_pool(ctx), idx, k);
+	}
+	cr_expect_eq(dpflow_pool_avail(dpflow_ctx_pool(ctx)),
+		     dpflow_ctx_pool(ctx)->n_slots, "pool whole");
+	dpflow_ctx_destroy(ctx);
+}
+
+Test(runtime, the_given_key_is_used)
+{
+	struct dpflow_ctx *ctx = ctx_new();
+	struct dpflow_rt_cfg cfg = {0};
+	struct dpflow_error err = {0};
+	struct dpflow_rt *a, *b;
+
+	for (unsigned i = 0; i < DPFLOW_RSS_KEY_LEN; i++)
+		cfg.rss_key[i] = (uint8_t)(i * 7 + 1);
+	cfg.rss_key_set = true;
+	a = dpflow_rt_create(ctx, &cfg, &err);
+	cr_assert_not_null(a, "%s", err.msg);
+	cr_expect_eq(
+	    memcmp(dpflow_rt_rss_key(a), cfg.rss_key, DPFLOW_RSS_KEY_LEN), 0);
+	cfg.rss_key_set = false;
+	b = dpflow_rt_create(ctx, &cfg, &err);
+	cr_assert_not_null(b, "%s", err.msg);
+	cr_expect_neq(memcmp(dpflow_rt_rss_key(a), dpflow_rt_rss_key(b),
+			     DPFLOW_RSS_KEY_LEN),
+		      0, "a random key equals the given one");
+	dpflow_rt_destroy(a);
+	dpflow_rt_destroy(b);
+	dpflow_ctx_destroy(ctx);
+}
+
+Test(runtime, bad_configs_refused)
+{
+	struct dpflow_ctx *ctx = ctx_new();
+	struct dpflow_rt_cfg cfg = {0};
+	struct dpflow_error err = {0};
+	int cpus[2] = {0, 1 << 20};
+
+	cfg.workers = DPFLOW_WORKERS_MAX + 1;
+	cr_expect_null(dpflow_rt_create(ctx, &cfg, &err));
+	cr_expect_str_eq(err.field, "workers");
+	cfg.workers = 2;
+	cfg.handoff_size = 100;
+	cr_expect_null(dpflow_rt_create(ctx, &cfg, &err));
+	cr_expect_str_eq(err.field, "handoff_size");
+	cfg.handoff_size = 0;
+	cfg.cpus = cpus;
+	cr_expect_null(dpflow_rt_create(ctx, &cfg, &err));
+	cr_expect_str_eq(err.field, "cpus");
+	cfg.cpus = NULL;
+	cfg.burst = DPFLOW_BURST_MAX + 1;
+	cr_expect_null(dpflow_rt_create(ctx, &cfg, &err));
+	cr_expect_str_eq(err.field, "burst");
+	dpflow_ctx_destroy(ctx);
+}
