@@ -27,6 +27,7 @@
 #include "dpflow/config.h"
 #include "dpflow/dpflow.h"
 #include "dpflow/flow.h"
+#include "dpflow/metrics.h"
 #include "dpflow/runtime.h"
 #ifdef DPFLOW_HAVE_GPU
 #include "dpflow/gpu_flow.h"
@@ -50,6 +51,7 @@ struct run_state {
 	struct dpflow_queue *q;
 	struct dpflow_gpu_flow *gpu; /* NULL: the CPU target */
 	struct dpflow_rt *rt;	     /* the CPU target's workers */
+	const char *metrics_addr;    /* --metrics, or NULL */
 	uint64_t handler_pkts;	     /* the `count` handler */
 	uint64_t rss_pkts[DPFLOW_RSS_QUEUES_MAX];
 	uint64_t aged[DPFLOW_PIPES_MAX];
@@ -235,6 +237,7 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 	struct dpflow_error err = {0};
 	uint64_t next_age = dpflow_clock_ns() + RUN_AGE_NS;
 	struct dpflow_rt *rt = dpflow_rt_create(st->ctx, rcfg, &err);
+	struct dpflow_metrics *metrics = NULL;
 
 	if (!rt || dpflow_rt_start(rt, &err)) {
 		fprintf(stderr, "dpflow run: %s%s%s\n", err.field ? "--" : "",
@@ -243,9 +246,22 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 		return -EINVAL;
 	}
 	st->rt = rt;
+	if (st->metrics_addr) {
+		metrics =
+		    dpflow_metrics_open(st->ctx, rt, st->metrics_addr, &err);
+		if (!metrics) {
+			fprintf(stderr, "dpflow run: --metrics: %s\n", err.msg);
+			dpflow_rt_stop(rt);
+			return -EINVAL;
+		}
+		fprintf(stderr, "dpflow run: metrics on http://%s/metrics\n",
+			st->metrics_addr);
+	}
 	while (!stop_requested) {
 		uint64_t now;
 
+		if (metrics)
+			dpflow_metrics_serve(metrics);
 		drain_rss(st);
 		now = dpflow_clock_ns();
 		if (now >= next_age) {
@@ -256,6 +272,7 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 			break;
 		nanosleep(&run_ctl_nap, NULL);
 	}
+	dpflow_metrics_close(metrics);
 	dpflow_rt_stop(rt);
 	drain_rss(st);
 	return 0;
@@ -435,7 +452,7 @@ static void usage(FILE *out)
 	    out,
 	    "usage: dpflow run CONFIG.yaml [--target cpu|gpu] [--workers N]\n"
 	    "                  [--cpus LIST] [--rss-key HEX] [--duration S]\n"
-	    "                  [--pool N]\n"
+	    "                  [--metrics ADDR:PORT] [--pool N]\n"
 	    "\n"
 	    "Run the data plane described by CONFIG.yaml (docs/config.md)\n"
 	    "until its inputs are exhausted, S seconds pass, or SIGINT or\n"
@@ -447,6 +464,8 @@ static void usage(FILE *out)
 	    "                2-5); at least one CPU per worker\n"
 	    "  --rss-key HEX the 40-byte Toeplitz key (80 hex digits);\n"
 	    "                default: random at start\n"
+	    "  --metrics A   serve Prometheus metrics on http://A/metrics\n"
+	    "                (A: 127.0.0.1:9464, [::1]:9464; CPU target)\n"
 	    "  --duration S  stop after S seconds\n"
 	    "  --pool N      packet buffers (default 8192)\n"
 	    "\n"
@@ -519,6 +538,7 @@ int cmd_run(int argc, char **argv)
 	    {"workers", required_argument, NULL, 'w'},
 	    {"cpus", required_argument, NULL, 'c'},
 	    {"rss-key", required_argument, NULL, 'k'},
+	    {"metrics", required_argument, NULL, 'm'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -530,6 +550,7 @@ int cmd_run(int argc, char **argv)
 	struct dpflow_rt_cfg rcfg = {0};
 	static int cpus[DPFLOW_WORKERS_MAX];
 	int n_cpus = 0;
+	const char *metrics_addr = NULL;
 	struct dpflow_error err = {0};
 	struct dpflow_ctx *ctx;
 	double duration = 0;
@@ -617,6 +638,9 @@ int cmd_run(int argc, char **argv)
 			}
 			rcfg.rss_key_set = true;
 			break;
+		case 'm':
+			metrics_addr = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -648,6 +672,7 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	memset(&st, 0, sizeof(st));
+	st.metrics_addr = metrics_addr;
 	copts.handlers = handlers;
 	copts.n_handlers = 1;
 	ctx = dpflow_config_load(argv[optind], &copts, &err);
