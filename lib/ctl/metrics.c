@@ -353,7 +353,7 @@ struct dpflow_metrics *dpflow_metrics_open(struct dpflow_ctx *ctx,
 	socklen_t sl = 0;
 	struct dpflow_metrics *m;
 	const union MHD_DaemonInfo *info;
-	unsigned flags = MHD_USE_ERROR_LOG;
+	unsigned flags = 0;
 
 	if (!addr)
 		addr = DPFLOW_METRICS_ADDR_DEFAULT;
