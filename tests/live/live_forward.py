@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Live forwarding through `dpflow run` between network namespaces (TAP).
 
-usage: live_forward.py DPFLOW PORTKIND
+usage: live_forward.py DPFLOW PORTKIND [WORKERS]
 
 Three namespaces made here: host A (10.77.N.1 on a0), host B (10.77.N.2 on
 b0), and the middle one where dpflow runs with ports on a1 and b1 (the
@@ -14,9 +14,13 @@ which an ACL entry drops and counts. Checked:
 - 20 crafted Ethernet frames sent raw on a0 arrive on b0 with the same
   bytes; 50 UDP datagrams to port 9 do not arrive, and the ACL entry counts
   exactly 50;
+- the Prometheus endpoint (--metrics on 127.0.0.1 of the middle
+  namespace) answers with the pipes' and workers' counters while traffic
+  runs;
 - on SIGTERM, dpflow exits 0 and prints counters that add up (port A's
   received packets = the a2b pipe's; port B's sent = its misses; no
-  transmit errors).
+  transmit errors; with WORKERS > 1, ports of WORKERS queues and every
+  worker ran packets).
 
 Bounded: every wait has a timeout, dpflow runs with --duration 60 as a
 backstop; the namespaces, processes and files are removed at the end,
@@ -34,6 +38,8 @@ import tempfile
 import time
 
 DPFLOW, KIND = sys.argv[1], sys.argv[2]
+WORKERS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+METRICS = "127.0.0.1:%d" % (19000 + os.getpid() % 1000)
 TAG = "dpf%d" % (os.getpid() % 100000)
 NS_A, NS_B, NS_M = TAG + "a", TAG + "b", TAG + "m"
 NET = "10.77.%d" % (os.getpid() % 250 + 1)
@@ -88,8 +94,8 @@ def teardown(procs, tmp):
 
 
 CONFIG = """ports:
-  - {name: pa, uri: '%(kind)s:a1'}
-  - {name: pb, uri: '%(kind)s:b1'}
+  - {name: pa, uri: '%(kind)s:a1%(opts)s'}
+  - {name: pb, uri: '%(kind)s:b1%(opts)s'}
 pipes:
   - name: a2b
     type: acl
@@ -192,19 +198,21 @@ def main():
         print("1..0 # SKIP this machine cannot make network namespaces "
               "(%s)" % e)
         return 0
-    print("1..6")
+    print("1..8")
     tmp = tempfile.mkdtemp(prefix="dpflow-live-")
     procs = []
     try:
         setup()
         cfg = os.path.join(tmp, "forward.yaml")
         with open(cfg, "w") as f:
-            f.write(CONFIG % {"kind": KIND})
+            f.write(CONFIG % {"kind": KIND, "opts": ",queues=%d" % WORKERS
+                              if WORKERS > 1 else ""})
         blob = os.urandom(2 << 20)
         with open(os.path.join(tmp, "blob.bin"), "wb") as f:
             f.write(blob)
         run = subprocess.Popen(["ip", "netns", "exec", NS_M, DPFLOW, "run",
-                                cfg, "--duration", "60"],
+                                cfg, "--duration", "60", "--workers",
+                                str(WORKERS), "--metrics", METRICS],
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         procs.append(run)
@@ -258,7 +266,22 @@ def main():
         tap(n9 == 0, "UDP to port 9: dropped by the ACL (%d arrived)" % n9)
         tap(n7 == 20, "UDP to port 7000: 20 of 20 forwarded (%d)" % n7)
 
-        # 5, 6: clean stop and counters that add up
+        # 5: the metrics endpoint, scraped inside the middle namespace
+        r = subprocess.run(["ip", "netns", "exec", NS_M, "curl", "-s",
+                            "--max-time", "5", "http://%s/metrics" % METRICS],
+                           capture_output=True, text=True, timeout=10)
+        a2b = re.search(r'^dpflow_pipe_packets_total\{pipe="a2b"\} (\d+)$',
+                        r.stdout, re.M)
+        acl = re.search(r'^dpflow_entry_packets_total\{pipe="a2b",'
+                        r'entry="0"\} (\d+)$', r.stdout, re.M)
+        nw = len(re.findall(r'^dpflow_worker_packets_total\{worker="\d+"\} '
+                            r'\d+$', r.stdout, re.M))
+        tap(a2b is not None and int(a2b.group(1)) >= 90 and acl is not None
+            and int(acl.group(1)) == 50 and nw == WORKERS,
+            "metrics: a2b's packets, the ACL entry's 50 and %d worker(s)"
+            % WORKERS, r.stdout[-2000:])
+
+        # 6, 7, 8: clean stop and counters that add up
         run.send_signal(signal.SIGTERM)
         try:
             text, _ = run.communicate(timeout=20)
@@ -287,6 +310,13 @@ def main():
               ports["pb"][0] >= len(blob) // 1500)
         tap(ok, "counters add up: port A rx = a2b pkts, port B tx = a2b "
             "misses, the ACL entry counted the 50 dropped datagrams", text)
+        ran = [int(m.group(1)) for m in
+               re.finditer(r"^\s+worker \d+\s+rx\s+\d+ pkts\s+ran\s+(\d+)",
+                           text, re.M)]
+        tap(len(ran) == WORKERS and all(n > 0 for n in ran) and
+            sum(ran) == sum(v[0] for v in ports.values()),
+            "%d worker(s), each ran packets, together all received (%s)"
+            % (WORKERS, ran), text)
     finally:
         teardown(procs, tmp)
     return 0 if all(results) else 1
