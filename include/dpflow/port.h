@@ -6,6 +6,7 @@
  *   pcap:in.pcap                  the same as pcap:rx=in.pcap
  *   ring:NAME[,size=N][,loop]     in-process rings, for tests and glue
  *   afpacket:IFNAME[,queues=N]    a Linux interface (TPACKET_V3 rings)
+ *   afxdp:IFNAME[,queues=N]       a Linux interface (AF_XDP sockets)
  * Backends sit behind an ops table (lib/io/port_internal.h); this generic
  * layer validates arguments and dispatches. docs/ports.md has the details.
  *

@@ -140,6 +140,7 @@ int port_arg_once(const struct port_args *args, const struct port_arg *a,
 extern const struct dpflow_port_ops dpflow_port_pcap_ops;
 extern const struct dpflow_port_ops dpflow_port_ring_ops;
 extern const struct dpflow_port_ops dpflow_port_afpacket_ops;
+extern const struct dpflow_port_ops dpflow_port_afxdp_ops;
 
 /*
  * Counters written by one thread and read by any: a relaxed load and store

@@ -1036,6 +1036,18 @@ static struct uri_case uri_cases[] = {
      "at most"},
     {"afpacket:lo,fanout=", "fanout", EINVAL, "missing value"},
     {"afpacket:lo,bogus=1", "key", EINVAL, "'bogus' (value '1')"},
+    {"afxdp:", "interface", EINVAL, "an interface name"},
+    {"afxdp:queues=2", "interface", EINVAL, "an interface name"},
+    {"afxdp:nosuchif0", "interface", ENODEV, "no interface 'nosuchif0'"},
+    {"afxdp:lo,queues=0", "queues", EINVAL, "queues=0: a number"},
+    {"afxdp:lo,queues=65", "queues", EINVAL, "queues=65: a number"},
+    {"afxdp:lo,start_queue=x", "start_queue", EINVAL, "start_queue=x"},
+    {"afxdp:lo,mode=fast", "mode", EINVAL, "auto, native or skb"},
+    {"afxdp:lo,copy=maybe", "copy", EINVAL, "auto, on or off"},
+    {"afxdp:lo,frames=100", "frames", EINVAL, "a power of two"},
+    {"afxdp:lo,frames=32", "frames", EINVAL, "frames=32: a number"},
+    {"afxdp:lo,mode=skb,mode=native", "mode", EINVAL, "twice"},
+    {"afxdp:lo,bogus=1", "key", EINVAL, "'bogus' (value '1')"},
 };
 
 ParameterizedTestParameters(uri, rejected)
