@@ -2,6 +2,7 @@
  * dpflow: the command-line front end. Dispatches to one subcommand.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dpflow/dpflow.h"
@@ -29,11 +30,27 @@ static void usage(FILE *out)
 		fprintf(out, "  %-10s %s\n", commands[i].name,
 			commands[i].summary);
 	fprintf(out, "  %-10s %s\n", "version", "print the version");
-	fprintf(out, "\n'dpflow COMMAND --help' describes a command.\n");
+	fprintf(out, "\n'dpflow COMMAND --help' describes a command.\n"
+		     "DPFLOW_LOG=err|warn|info|debug sets how much is logged "
+		     "(default info).\n");
 }
 
 int main(int argc, char **argv)
 {
+	const char *level = getenv("DPFLOW_LOG");
+
+	if (level) {
+		enum dpflow_log_level l;
+
+		if (dpflow_log_level_parse(level, &l)) {
+			fprintf(stderr,
+				"dpflow: DPFLOW_LOG='%s': expected err, warn, "
+				"info or debug\n",
+				level);
+			return 2;
+		}
+		dpflow_log_set_level(l);
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
