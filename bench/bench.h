@@ -19,6 +19,7 @@ struct bench_result {
 	const char *peer;   /* NULL: no in-process peer */
 	const char *target; /* "gpu"; NULL: "cpu" */
 	double peer_mpps;
+	unsigned workers; /* threads that ran the packets; 0: 1 */
 };
 
 /* `dpflow bench parse`: header parsing, plain and VXLAN 64-byte packets. */
@@ -31,8 +32,13 @@ int bench_acl(int argc, char **argv);
 int bench_ct(int argc, char **argv);
 /* `dpflow bench l4lb`: VIP, Maglev, CT and DNAT, 1M flows. */
 int bench_l4lb(int argc, char **argv);
+/* `dpflow bench runtime`: the worker runtime on a ring port against the
+ * engine driven directly, exact-1m's pipe. */
+int bench_runtime(int argc, char **argv);
 /* `dpflow bench lpm-512k`: LPM table, 512k IPv4 prefixes. */
 int bench_lpm(int argc, char **argv);
+/* `dpflow bench txtime`: timed-transmit release error and cost. */
+int bench_txtime(int argc, char **argv);
 
 /* `dpflow bench exact-1m|acl-10k --target gpu` (bench_gpu.c, built with
  * the GPU target): @argv without --target. */

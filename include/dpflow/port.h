@@ -7,6 +7,8 @@
  *   ring:NAME[,size=N][,loop]     in-process rings, for tests and glue
  *   afpacket:IFNAME[,queues=N]    a Linux interface (TPACKET_V3 rings)
  *   afxdp:IFNAME[,queues=N]       a Linux interface (AF_XDP sockets)
+ *   gen:PROFILE[,loop][,rate=PPS] in-memory traffic (a gen profile)
+ *   null:                         a sink: counts and frees what it sends
  * Backends sit behind an ops table (lib/io/port_internal.h); this generic
  * layer validates arguments and dispatches. docs/ports.md has the details.
  *

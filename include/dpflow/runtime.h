@@ -15,8 +15,10 @@
  * the key; the hash picks the owning worker through a 128-entry
  * redirection table filled round robin. Packets owned by another worker
  * are handed to it over a single-producer single-consumer ring per pair of
- * workers; a full handoff ring drops the packet, counted per worker and
- * as drop reason rt_handoff_full. The key is random at start (getrandom)
+ * workers. A worker receives only while every ring it hands to has room
+ * for a burst (else the packets wait in the port, whose own drops count
+ * an overload); a packet that still finds its ring full is dropped and
+ * counted per worker. The key is random at start (getrandom)
  * unless the configuration gives one.
  *
  * The thread that creates the runtime is its control thread: it applies
@@ -63,6 +65,8 @@ struct dpflow_worker_stats {
 	uint64_t handoff_out;	/* handed to other workers */
 	uint64_t handoff_in;	/* taken from other workers */
 	uint64_t handoff_drops; /* a handoff ring was full */
+	uint64_t handoff_waits; /* passes that left the receive queues
+				   alone: a peer's handoff ring was full */
 	uint64_t idle_polls;	/* polls of every queue that found nothing */
 	uint64_t busy_ns;	/* time spent on bursts that had packets */
 	int cpu;		/* pinned CPU, or -1 */

@@ -48,9 +48,9 @@ struct dpflow_txsched_cfg {
  * two (a bucket is at most 1/32 of its value wide).
  */
 #define DPFLOW_TXSCHED_HIST_SUB_BITS 5
-#define DPFLOW_TXSCHED_HIST_BUCKETS                   \
-	((64 - DPFLOW_TXSCHED_HIST_SUB_BITS + 1) << \
-	 DPFLOW_TXSCHED_HIST_SUB_BITS)
+#define DPFLOW_TXSCHED_HIST_BUCKETS              \
+	((64 - DPFLOW_TXSCHED_HIST_SUB_BITS + 1) \
+	 << DPFLOW_TXSCHED_HIST_SUB_BITS)
 
 struct dpflow_txsched_stats {
 	uint64_t enqueued;  /* packets taken (wheel or at once) */
@@ -70,8 +70,9 @@ struct dpflow_txsched_stats {
  * NULL + @err (field "pool", "slots", "tick_ns", "capacity") on a bad
  * value or no memory. Control path.
  */
-struct dpflow_txsched *dpflow_txsched_create(const struct dpflow_txsched_cfg *cfg,
-					     struct dpflow_error *err);
+struct dpflow_txsched *
+dpflow_txsched_create(const struct dpflow_txsched_cfg *cfg,
+		      struct dpflow_error *err);
 
 /* Free the wheel; packets still held are freed to the pool. NULL ok. */
 void dpflow_txsched_destroy(struct dpflow_txsched *s);

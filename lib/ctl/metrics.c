@@ -183,6 +183,7 @@ static void render_workers(FILE *f, struct dpflow_rt *rt)
 					    "dpflow_worker_handoff_out_total",
 					    "dpflow_worker_handoff_in_total",
 					    "dpflow_worker_handoff_drops_total",
+					    "dpflow_worker_handoff_waits_total",
 					    "dpflow_worker_busy_seconds_total"};
 	static const char *const helps[] = {
 	    "Packets received from the worker's queues.",
@@ -190,14 +191,16 @@ static void render_workers(FILE *f, struct dpflow_rt *rt)
 	    "Packets handed to other workers by RSS.",
 	    "Packets taken from other workers.",
 	    "Packets dropped because a handoff ring was full.",
+	    "Passes that left the receive queues alone: a handoff ring was "
+	    "full.",
 	    "Time spent on bursts that had packets."};
 	unsigned n = dpflow_rt_workers(rt);
 
-	for (unsigned k = 0; k < 6; k++) {
+	for (unsigned k = 0; k < 7; k++) {
 		put_help(f, names[k], "counter", helps[k]);
 		for (unsigned w = 0; w < n; w++) {
 			struct dpflow_worker_stats s;
-			uint64_t v[6];
+			uint64_t v[7];
 
 			if (dpflow_rt_worker_stats(rt, w, &s))
 				continue;
@@ -206,7 +209,8 @@ static void render_workers(FILE *f, struct dpflow_rt *rt)
 			v[2] = s.handoff_out;
 			v[3] = s.handoff_in;
 			v[4] = s.handoff_drops;
-			if (k == 5)
+			v[5] = s.handoff_waits;
+			if (k == 6)
 				fprintf(f, "%s{worker=\"%u\"} %.9f\n", names[k],
 					w, (double)s.busy_ns / 1e9);
 			else

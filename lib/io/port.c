@@ -20,6 +20,8 @@ static const struct dpflow_port_ops *const backends[] = {
     &dpflow_port_ring_ops,
     &dpflow_port_afpacket_ops,
     &dpflow_port_afxdp_ops,
+    &dpflow_port_gen_ops,
+    &dpflow_port_null_ops,
 };
 
 /* Port ids: the lowest free one, so ids follow the order of opening. */

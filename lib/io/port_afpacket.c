@@ -3,7 +3,7 @@
  * sockets, a TPACKET_V3 receive ring per queue and batched transmit.
  *
  *   afpacket:IFNAME[,queues=N][,blocks=N][,block_size=BYTES][,fanout=ID]
- *                  [,qdisc_bypass]
+ *                  [,qdisc_bypass][,txtime=0|1]
  *
  * Each queue is one packet socket bound to the interface, with a receive
  * ring of `blocks` blocks (default 64) of `block_size` bytes (default 256
@@ -28,12 +28,26 @@
  * discipline. Frames the kernel dropped because the ring was full are read from
  * PACKET_STATISTICS and reported in rx_dropped.
  *
+ * `txtime=1` turns on timed transmit (docs/txtime.md): every socket gets
+ * SO_TXTIME on CLOCK_TAI with SOF_TXTIME_REPORT_ERRORS, and a packet with
+ * meta->tx_time_ns set (dpflow_clock_ns() time base) is sent with an
+ * SCM_TXTIME message carrying that time on CLOCK_TAI. The offset between
+ * the two clocks is sampled by the transmitting thread at most once a
+ * millisecond. An ETF qdisc on the interface holds each packet until its
+ * time; without one the kernel sends at once. Packets the qdisc refused
+ * (time in the past, or none) come back on the socket's error queue: stats
+ * reads them and counts them in tx_errors.
+ *
  * Needs CAP_NET_RAW. Threads: one per queue for rx_burst, one per queue
  * for tx_burst, as every port.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <time.h> /* before linux/errqueue.h, which needs timespec */
+
+#include <linux/errqueue.h>
 #include <linux/if_packet.h>
+#include <linux/net_tstamp.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
@@ -62,6 +76,13 @@
 #ifndef PACKET_IGNORE_OUTGOING
 #define PACKET_IGNORE_OUTGOING 23
 #endif
+#ifndef SO_TXTIME
+#define SO_TXTIME 61
+#endif
+#ifndef SCM_TXTIME
+#define SCM_TXTIME SO_TXTIME
+#endif
+#define AFP_TAI_SYNC_NS 1000000ull /* resample the CLOCK_TAI offset */
 
 struct afp_queue {
 	int fd;
@@ -76,6 +97,8 @@ struct afp_queue {
 	/* the transmitting thread */
 	uint64_t tx_pkts DPFLOW_CACHE_ALIGNED;
 	uint64_t tx_bytes, tx_errors;
+	int64_t tai_off;       /* CLOCK_TAI - dpflow_clock_ns(), txtime */
+	uint64_t tai_sync_tsc; /* when it was sampled (0: never) */
 };
 
 struct port_afpacket {
@@ -86,8 +109,11 @@ struct port_afpacket {
 	uint32_t block_size;
 	uint16_t fanout;
 	bool qdisc_bypass;
+	bool txtime; /* SO_TXTIME on every socket */
 	/* kernel ring drops, read at stats (any thread) */
 	uint64_t kernel_drops;
+	/* packets the qdisc refused (txtime error queue), read at stats */
+	uint64_t txtime_errors;
 	struct afp_queue q[AFP_QUEUES_MAX];
 };
 
@@ -285,6 +311,38 @@ static uint16_t afp_rx_burst(struct dpflow_port *port, uint16_t queue,
 
 /* ---- transmit ---------------------------------------------------------- */
 
+/* One SCM_TXTIME control message. */
+union afp_txtime_ctl {
+	char buf[CMSG_SPACE(sizeof(uint64_t))];
+	struct cmsghdr align;
+};
+
+/*
+ * CLOCK_TAI - dpflow_clock_ns() for queue @q, resampled at most once every
+ * AFP_TAI_SYNC_NS (the TSC and CLOCK_TAI drift apart by the clock
+ * discipline's corrections). The TAI reading is bracketed by two TSC
+ * readings and set against their middle.
+ */
+static int64_t afp_tai_offset(struct afp_queue *q)
+{
+	uint64_t now = dpflow_tsc();
+
+	if (DPFLOW_UNLIKELY(!q->tai_sync_tsc ||
+			    now - q->tai_sync_tsc >
+				dpflow_ns_to_tsc(AFP_TAI_SYNC_NS))) {
+		struct timespec ts;
+		uint64_t t0 = dpflow_clock_ns(), t1;
+
+		clock_gettime(CLOCK_TAI, &ts);
+		t1 = dpflow_clock_ns();
+		q->tai_off = (int64_t)((uint64_t)ts.tv_sec * 1000000000ull +
+				       (uint64_t)ts.tv_nsec) -
+			     (int64_t)(t0 + (t1 - t0) / 2);
+		q->tai_sync_tsc = now;
+	}
+	return q->tai_off;
+}
+
 static uint16_t afp_tx_burst(struct dpflow_port *port, uint16_t queue,
 			     struct dpflow_pool *pool, const uint32_t *idx,
 			     uint16_t n)
@@ -293,6 +351,7 @@ static uint16_t afp_tx_burst(struct dpflow_port *port, uint16_t queue,
 	struct afp_queue *q = &p->q[queue];
 	struct mmsghdr msg[DPFLOW_BURST_MAX];
 	struct iovec iov[DPFLOW_BURST_MAX];
+	union afp_txtime_ctl ctl[DPFLOW_BURST_MAX];
 	uint64_t bytes = 0;
 	int sent;
 
@@ -305,6 +364,18 @@ static uint16_t afp_tx_burst(struct dpflow_port *port, uint16_t queue,
 		iov[i].iov_len = m->data_len;
 		msg[i].msg_hdr.msg_iov = &iov[i];
 		msg[i].msg_hdr.msg_iovlen = 1;
+		if (p->txtime && m->tx_time_ns) {
+			struct cmsghdr *c = &ctl[i].align;
+			uint64_t tai =
+			    m->tx_time_ns + (uint64_t)afp_tai_offset(q);
+
+			msg[i].msg_hdr.msg_control = ctl[i].buf;
+			msg[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_TXTIME;
+			c->cmsg_len = CMSG_LEN(sizeof(tai));
+			memcpy(CMSG_DATA(c), &tai, sizeof(tai));
+		}
 	}
 	sent = sendmmsg(q->fd, msg, n, MSG_DONTWAIT);
 	if (sent < 0) {
@@ -359,6 +430,15 @@ static int afp_queue_open(struct port_afpacket *p, struct afp_queue *q,
 		       sizeof(one)))
 		return afp_fail(err, args, "qdisc_bypass",
 				"PACKET_QDISC_BYPASS");
+	if (p->txtime) {
+		struct sock_txtime st = {.clockid = CLOCK_TAI,
+					 .flags = SOF_TXTIME_REPORT_ERRORS};
+
+		if (setsockopt(q->fd, SOL_SOCKET, SO_TXTIME, &st, sizeof(st)))
+			return afp_fail(err, args, "txtime",
+					"txtime=1: SO_TXTIME on CLOCK_TAI "
+					"(Linux 4.19+, CAP_NET_ADMIN)");
+	}
 	memset(&req, 0, sizeof(req));
 	req.tp_block_size = p->block_size;
 	req.tp_block_nr = p->blocks;
@@ -436,9 +516,9 @@ static int afp_open(struct dpflow_port *port, const struct port_args *args,
 		    struct dpflow_error *err)
 {
 	struct port_afpacket *p = afp_port(port);
-	bool seen[4] = {false};
+	bool seen[5] = {false};
 	uint64_t queues = 1, blocks = AFP_BLOCKS_DEFAULT,
-		 bsize = AFP_BLOCK_SIZE_DFLT, fanout = 0;
+		 bsize = AFP_BLOCK_SIZE_DFLT, fanout = 0, txtime = 0;
 	const char *ifname = NULL;
 	long page = sysconf(_SC_PAGESIZE);
 	int rc;
@@ -473,6 +553,9 @@ static int afp_open(struct dpflow_port *port, const struct port_args *args,
 			rc = port_arg_once(args, a, "fanout", &seen[3], err) ||
 			     afp_arg_u64(args, a, "fanout", 1, 65535, &fanout,
 					 err);
+		else if (!strcmp(a->key, "txtime"))
+			rc = port_arg_once(args, a, "txtime", &seen[4], err) ||
+			     afp_arg_u64(args, a, "txtime", 0, 1, &txtime, err);
 		else
 			rc = port_arg_unknown(args, a, err);
 		if (rc)
@@ -504,6 +587,7 @@ static int afp_open(struct dpflow_port *port, const struct port_args *args,
 					ifname);
 	p->blocks = (unsigned)blocks;
 	p->block_size = (uint32_t)bsize;
+	p->txtime = txtime != 0;
 	p->fanout =
 	    fanout
 		? (uint16_t)fanout
@@ -521,11 +605,48 @@ static int afp_open(struct dpflow_port *port, const struct port_args *args,
 	return 0;
 }
 
+/*
+ * Read the txtime reports off @fd's error queue (packets the qdisc
+ * refused); returns how many.
+ */
+static uint64_t afp_txtime_reports(int fd)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < 1024; i++) {
+		union {
+			char buf[CMSG_SPACE(sizeof(struct sock_extended_err) +
+					    64)];
+			struct cmsghdr align;
+		} ctl;
+		char data[64];
+		struct iovec iov = {data, sizeof(data)};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl.buf)};
+
+		if (recvmsg(fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+		     c = CMSG_NXTHDR(&mh, c)) {
+			struct sock_extended_err ee;
+
+			if (c->cmsg_len < CMSG_LEN(sizeof(ee)))
+				continue;
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			if (ee.ee_origin == SO_EE_ORIGIN_TXTIME)
+				n++;
+		}
+	}
+	return n;
+}
+
 static void afp_stats(const struct dpflow_port *port,
 		      struct dpflow_port_stats *s)
 {
 	struct port_afpacket *p = afp_port((struct dpflow_port *)port);
-	uint64_t drops = 0;
+	uint64_t drops = 0, refused = 0;
 
 	for (unsigned i = 0; i < port->n_rxq; i++) {
 		const struct afp_queue *q = &p->q[i];
@@ -543,9 +664,13 @@ static void afp_stats(const struct dpflow_port *port,
 		if (q->fd >= 0 && !getsockopt(q->fd, SOL_PACKET,
 					      PACKET_STATISTICS, &ks, &len))
 			drops += ks.tp_drops;
+		if (p->txtime && q->fd >= 0)
+			refused += afp_txtime_reports(q->fd);
 	}
 	s->rx_dropped =
 	    __atomic_add_fetch(&p->kernel_drops, drops, __ATOMIC_RELAXED);
+	s->tx_errors +=
+	    __atomic_add_fetch(&p->txtime_errors, refused, __ATOMIC_RELAXED);
 }
 
 const struct dpflow_port_ops dpflow_port_afpacket_ops = {

@@ -405,7 +405,8 @@ static int afx_arg_enum(const struct port_args *args, const struct port_arg *a,
 
 /* libbpf's and libxdp's messages ("no bpffs, loading the program without
  * the dispatcher") into dpflow's log at debug level. */
-static void afx_log(const char *lib, const char *fmt, va_list ap)
+static void __attribute__((format(printf, 2, 0)))
+afx_log(const char *lib, const char *fmt, va_list ap)
 {
 	char line[256];
 	size_t n;

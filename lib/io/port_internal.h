@@ -141,6 +141,8 @@ extern const struct dpflow_port_ops dpflow_port_pcap_ops;
 extern const struct dpflow_port_ops dpflow_port_ring_ops;
 extern const struct dpflow_port_ops dpflow_port_afpacket_ops;
 extern const struct dpflow_port_ops dpflow_port_afxdp_ops;
+extern const struct dpflow_port_ops dpflow_port_gen_ops;
+extern const struct dpflow_port_ops dpflow_port_null_ops;
 
 /*
  * Counters written by one thread and read by any: a relaxed load and store

@@ -186,6 +186,24 @@ static unsigned drain_handoffs(struct rt_worker *w)
 	return total;
 }
 
+/*
+ * Room for a whole burst in every handoff ring out of @w? When a peer
+ * falls behind, @w leaves packets in its receive queues (the port's own
+ * ring fills and the port counts its drops) rather than receive packets
+ * it would have to drop at the handoff.
+ */
+static bool handoff_room(const struct rt_worker *w)
+{
+	const struct dpflow_rt *rt = w->rt;
+	unsigned nw = rt->n_workers;
+
+	for (unsigned to = 0; to < nw; to++)
+		if (to != w->id && dpflow_ring_free_count(
+				       rt->ring[w->id * nw + to]) < rt->burst)
+			return false;
+	return true;
+}
+
 /* Are all of @w's inputs finite and exhausted? */
 static bool inputs_exhausted(const struct rt_worker *w)
 {
@@ -210,9 +228,14 @@ static void *worker_main(void *arg)
 
 		for (unsigned i = 0; i < w->n_rxq; i++) {
 			uint32_t idx[DPFLOW_BURST_MAX];
-			uint16_t n = dpflow_port_rx_burst(
-			    w->rxq[i].port, w->rxq[i].queue, idx, rt->burst);
+			uint16_t n;
 
+			if (rt->n_workers > 1 && !handoff_room(w)) {
+				ctr_add(&w->st.handoff_waits, 1);
+				break;
+			}
+			n = dpflow_port_rx_burst(
+			    w->rxq[i].port, w->rxq[i].queue, idx, rt->burst);
 			if (!n)
 				continue;
 			ctr_add(&w->st.rx_pkts, n);
@@ -497,6 +520,7 @@ int dpflow_rt_worker_stats(const struct dpflow_rt *rt, unsigned worker,
 	s->handoff_out = ctr_read(&w->handoff_out);
 	s->handoff_in = ctr_read(&w->handoff_in);
 	s->handoff_drops = ctr_read(&w->handoff_drops);
+	s->handoff_waits = ctr_read(&w->handoff_waits);
 	s->idle_polls = ctr_read(&w->idle_polls);
 	s->busy_ns = ctr_read(&w->busy_ns);
 	s->cpu = w->cpu;

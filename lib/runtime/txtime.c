@@ -16,6 +16,7 @@
  * with a tick of about the packet spacing, a slot holds a few packets.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,8 +127,8 @@ static inline void occ_clear(struct dpflow_txsched *s, uint32_t i)
 }
 
 /* File node @n (time @t, tick @k) in its slot, in time order. */
-static inline void slot_insert(struct dpflow_txsched *s, uint32_t n,
-			       uint64_t t, uint64_t k)
+static inline void slot_insert(struct dpflow_txsched *s, uint32_t n, uint64_t t,
+			       uint64_t k)
 {
 	uint32_t i = (uint32_t)k & s->mask;
 	struct slot *sl = &s->slot[i];
@@ -171,20 +172,20 @@ static uint64_t next_occupied(const struct dpflow_txsched *s, uint64_t from,
 		uint32_t i = (uint32_t)k & s->mask;
 		uint64_t w = s->occ[i >> 6] >> (i & 63);
 
-		if (w)
+		if (w) {
 			k += (uint64_t)__builtin_ctzll(w);
-		else
-			k += 64 - (i & 63);
-		if (w)
 			return k <= to ? k : UINT64_MAX;
+		}
+		k += 64 - (i & 63); /* to the next word (slots % 64 == 0) */
 	}
 	return UINT64_MAX;
 }
 
 /* ---- public ------------------------------------------------------------ */
 
-struct dpflow_txsched *dpflow_txsched_create(const struct dpflow_txsched_cfg *cfg,
-					     struct dpflow_error *err)
+struct dpflow_txsched *
+dpflow_txsched_create(const struct dpflow_txsched_cfg *cfg,
+		      struct dpflow_error *err)
 {
 	struct dpflow_txsched *s;
 	uint64_t tick, slots, cap;
@@ -225,7 +226,6 @@ struct dpflow_txsched *dpflow_txsched_create(const struct dpflow_txsched_cfg *cf
 	s->mask = (uint32_t)slots - 1;
 	s->capacity = (uint32_t)cap;
 	s->pool = cfg->pool;
-	s->cur = s->last_now = 0;
 	s->cur = cfg->start_ns / tick;
 	s->last_now = cfg->start_ns;
 	s->ready_head = s->ready_tail = NIL;
@@ -296,7 +296,7 @@ unsigned dpflow_txsched_enqueue(struct dpflow_txsched *s, const uint32_t *idx,
 		nd = node_get(s);
 		s->time[nd] = t;
 		s->pkt[nd] = idx[i];
-		if (DPFLOW_LIKELY(k >= s->cur)) {
+		if (DPFLOW_LIKELY(t && k >= s->cur)) {
 			slot_insert(s, nd, t, k);
 			s->n_wheel++;
 		} else {
@@ -320,7 +320,6 @@ unsigned dpflow_txsched_enqueue(struct dpflow_txsched *s, const uint32_t *idx,
 		ctr_add(&s->st.immediate, immediate);
 	if (late)
 		ctr_add(&s->st.late, late);
-	ctr_add(&s->st.pending, 0); /* written at release/drain */
 	__atomic_store_n(&s->st.pending, s->n_held, __ATOMIC_RELAXED);
 	return i;
 }
@@ -346,10 +345,11 @@ static unsigned ready_take(struct dpflow_txsched *s, uint32_t *out,
 /*
  * Release from the slot of tick @k the nodes with time <= @now (all when
  * @now is UINT64_MAX), up to @max; errors recorded when @record. Clears
- * the slot's bit once empty. Returns how many.
+ * the slot's bit once empty and sets *@emptied then. Returns how many.
  */
 static unsigned slot_take(struct dpflow_txsched *s, uint64_t k, uint64_t now,
-			  uint32_t *out, unsigned max, bool record)
+			  uint32_t *out, unsigned max, bool record,
+			  bool *emptied)
 {
 	uint32_t i = (uint32_t)k & s->mask;
 	struct slot *sl = &s->slot[i];
@@ -372,7 +372,8 @@ static unsigned slot_take(struct dpflow_txsched *s, uint64_t k, uint64_t now,
 		out[m++] = s->pkt[nd];
 		node_put(s, nd);
 	}
-	if (sl->head == NIL) {
+	*emptied = sl->head == NIL;
+	if (*emptied) {
 		sl->tail = NIL;
 		occ_clear(s, i);
 	}
@@ -400,6 +401,7 @@ unsigned dpflow_txsched_release(struct dpflow_txsched *s, uint64_t now,
 	k = ready_take(s, out_idx, max);
 	while (k < max) {
 		uint64_t last, t;
+		bool emptied;
 
 		if (!s->n_wheel) {
 			if (now_tick > s->cur)
@@ -407,18 +409,16 @@ unsigned dpflow_txsched_release(struct dpflow_txsched *s, uint64_t now,
 			break;
 		}
 		/* the invariant bounds the search to one revolution */
-		last = now_tick - s->cur > s->mask ? s->cur + s->mask
-						   : now_tick;
+		last =
+		    now_tick - s->cur > s->mask ? s->cur + s->mask : now_tick;
 		t = next_occupied(s, s->cur, last);
 		if (t == UINT64_MAX) {
 			s->cur = last;
 			break;
 		}
 		s->cur = t;
-		k += slot_take(s, t, now, out_idx + k, max - k, true);
-		if (s->occ[((uint32_t)t & s->mask) >> 6] >>
-			    (((uint32_t)t & s->mask) & 63) &
-			1)
+		k += slot_take(s, t, now, out_idx + k, max - k, true, &emptied);
+		if (!emptied)
 			break; /* @max reached, or the rest is not due */
 		if (t < now_tick)
 			s->cur = t + 1;
@@ -435,12 +435,16 @@ unsigned dpflow_txsched_drain(struct dpflow_txsched *s, uint32_t *out_idx,
 			      unsigned max)
 {
 	unsigned k = ready_take(s, out_idx, max);
+	uint64_t from = s->cur;
 
+	/* the cursor stays: times behind it would otherwise count as due */
 	while (k < max && s->n_wheel) {
-		uint64_t t = next_occupied(s, s->cur, s->cur + s->mask);
+		uint64_t t = next_occupied(s, from, s->cur + s->mask);
+		bool emptied;
 
-		s->cur = t;
-		k += slot_take(s, t, UINT64_MAX, out_idx + k, max - k, false);
+		k += slot_take(s, t, UINT64_MAX, out_idx + k, max - k, false,
+			       &emptied);
+		from = t + 1;
 	}
 	if (k) {
 		s->n_held -= k;

@@ -150,7 +150,7 @@ static unsigned seen_now(void)
 	return n;
 }
 
-static void run_workers(unsigned workers)
+static void run_workers(unsigned workers, uint32_t handoff_size)
 {
 	struct dpflow_ctx *ctx = ctx_new();
 	struct dpflow_rt_cfg cfg = {0};
@@ -161,9 +161,7 @@ static void run_workers(unsigned workers)
 	unsigned used = 0;
 
 	cfg.workers = (uint16_t)workers;
-	/* room for everything: with more workers than cores, the receiving
-	 * worker may run a whole time slice before the others start */
-	cfg.handoff_size = 8192;
+	cfg.handoff_size = handoff_size;
 	load_traffic(ctx);
 	rt = dpflow_rt_create(ctx, &cfg, &err);
 	cr_assert_not_null(rt, "%s", err.msg);
@@ -209,17 +207,24 @@ static void run_workers(unsigned workers)
 
 Test(runtime, one_worker)
 {
-	run_workers(1);
+	run_workers(1, 0);
 }
 
 Test(runtime, two_workers_symmetric)
 {
-	run_workers(2);
+	run_workers(2, 0);
 }
 
 Test(runtime, four_workers_symmetric)
 {
-	run_workers(4);
+	run_workers(4, 0);
+}
+
+/* Rings of 64: the receiving worker waits for room instead of dropping
+ * (the input ring holds the packets meanwhile). */
+Test(runtime, small_handoff_rings_wait_not_drop)
+{
+	run_workers(4, 64);
 }
 
 /* Stop at once: whatever was taken from the input is run, the rest stays

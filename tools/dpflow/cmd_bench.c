@@ -23,8 +23,12 @@ static const struct workload workloads[] = {
     {"ct", bench_ct, "connection tracking, 1M flows, against rte_hash"},
     {"l4lb", bench_l4lb,
      "load balancer: VIP, Maglev, CT, DNAT; 1M flows, 64 backends"},
+    {"runtime", bench_runtime,
+     "worker runtime on a looping ring port against the engine, same pipe"},
     {"lpm-512k", bench_lpm,
      "LPM tables (512k IPv4, 64k IPv6 prefixes) and IPv4 pipe"},
+    {"txtime", bench_txtime,
+     "timed transmit: release error of the timing wheel, and its cost"},
 };
 
 void bench_report_header(void)
@@ -51,9 +55,10 @@ void bench_report(const struct bench_result *r)
 	else
 		printf(" %9s\n", "-");
 	printf("{\"workload\":\"%s\",\"variant\":\"%s\",\"target\":\"%s\","
-	       "\"workers\":1,\"mpps\":%.3f,\"cycles_per_pkt\":%.2f,"
+	       "\"workers\":%u,\"mpps\":%.3f,\"cycles_per_pkt\":%.2f,"
 	       "\"gbps\":%.3f,\"tsc_hz\":%lu,",
-	       r->workload, r->variant, r->target ? r->target : "cpu", mpps,
+	       r->workload, r->variant, r->target ? r->target : "cpu",
+	       r->workers ? r->workers : 1, mpps,
 	       cpp, gbps, (unsigned long)dpflow_tsc_hz());
 	if (r->peer)
 		printf("\"peer\":\"%s\",\"peer_mpps\":%.3f,\"ratio\":%.3f}\n",

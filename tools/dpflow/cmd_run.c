@@ -373,11 +373,12 @@ static void print_workers(const struct run_state *st)
 
 		dpflow_rt_worker_stats(st->rt, w, &s);
 		printf("  worker %-5u rx %10lu pkts   ran %10lu pkts   handoff "
-		       "out %lu in %lu dropped %lu",
+		       "out %lu in %lu dropped %lu waits %lu",
 		       w, (unsigned long)s.rx_pkts, (unsigned long)s.pkts,
 		       (unsigned long)s.handoff_out,
 		       (unsigned long)s.handoff_in,
-		       (unsigned long)s.handoff_drops);
+		       (unsigned long)s.handoff_drops,
+		       (unsigned long)s.handoff_waits);
 		if (s.cpu >= 0)
 			printf("   cpu %d", s.cpu);
 		printf("\n");
