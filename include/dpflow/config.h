@@ -40,10 +40,12 @@ struct dpflow_ctx *dpflow_config_load_string(const char *yaml, const char *name,
 					     const struct dpflow_config_opts *o,
 					     struct dpflow_error *err);
 
-/* dpflow_config_parse_entry() @flags */
-#define DPFLOW_ENTRY_PARSE_KEY 0x1 /* only what names the entry: match or
-				      index, and priority; the other keys
-				      are checked by name and ignored */
+/*
+ * dpflow_config_parse_entry() @flags: DPFLOW_ENTRY_PARSE_KEY reads only
+ * what names the entry (match or index, and priority); the other keys are
+ * checked by name and ignored.
+ */
+#define DPFLOW_ENTRY_PARSE_KEY 0x1
 
 /*
  * Parse one entry of @pipe from @text (@len bytes): YAML or JSON of the

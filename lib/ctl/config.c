@@ -440,18 +440,20 @@ static int parse_entry_values(struct loader *L,
 	return 0;
 }
 
-/* One entry of a pipe configured as @cfg, from @x. */
-static int parse_entry(struct loader *L, const struct dpflow_pipe_cfg *cfg,
-		       const struct ynode *x, struct dpflow_entry_cfg *e)
+static const char *const entry_keys[] = {
+    "match", "index", "priority",	"action",   "values",
+    "fwd",   "meter", "shared_counter", "aging_ms", NULL};
+
+/* What names an entry in its pipe: the match (or a hash pipe's slot) and
+ * the priority. */
+static int parse_entry_key(struct loader *L, const struct dpflow_pipe_cfg *cfg,
+			   const struct ynode *x, struct dpflow_entry_cfg *e)
 {
-	static const char *const keys[] = {
-	    "match", "index", "priority",	"action",   "values",
-	    "fwd",   "meter", "shared_counter", "aging_ms", NULL};
 	struct ynode v;
 	uint64_t n;
 
 	memset(e, 0, sizeof(*e));
-	CHECK(y_check_keys(&L->d, x, keys));
+	CHECK(y_check_keys(&L->d, x, entry_keys));
 	if (cfg->type == DPFLOW_PIPE_HASH) {
 		/* the packet's key picks the slot: an entry names its slot */
 		if (y_get(&L->d, x, "match", &v))
@@ -478,6 +480,17 @@ static int parse_entry(struct loader *L, const struct dpflow_pipe_cfg *cfg,
 		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
 		e->priority = (uint32_t)n;
 	}
+	return 0;
+}
+
+/* One entry of a pipe configured as @cfg, from @x. */
+static int parse_entry(struct loader *L, const struct dpflow_pipe_cfg *cfg,
+		       const struct ynode *x, struct dpflow_entry_cfg *e)
+{
+	struct ynode v;
+	uint64_t n;
+
+	CHECK(parse_entry_key(L, cfg, x, e));
 	if (y_get(&L->d, x, "action", &v)) {
 		CHECK(y_u64(&L->d, &v, DPFLOW_ACTION_TMPLS_MAX - 1, &n));
 		if (n >= cfg->n_action_tmpls)
@@ -806,4 +819,82 @@ struct dpflow_ctx *dpflow_config_load_string(const char *yaml, const char *name,
 	ctx = load(&parser, name, o, err);
 	yaml_parser_delete(&parser);
 	return ctx;
+}
+
+/*
+ * yerr() wrote "FILE:LINE: PATH: msg" with an empty FILE (or ": msg" when
+ * no node was at fault): keep "PATH: msg", the line of a one-entry text
+ * telling nothing.
+ */
+static void entry_error(struct dpflow_error *err, const struct dpflow_error *e,
+			const char *path)
+{
+	const char *m = e->msg;
+
+	if (!err)
+		return;
+	if (m[0] == ':' && m[1] >= '0' && m[1] <= '9') {
+		m++;
+		while (*m >= '0' && *m <= '9')
+			m++;
+		if (m[0] == ':' && m[1] == ' ')
+			m += 2;
+		dpflow_error_set(err, e->code ? e->code : EINVAL, NULL, "%s",
+				 m);
+	} else {
+		if (m[0] == ':' && m[1] == ' ')
+			m += 2;
+		dpflow_error_set(err, e->code ? e->code : EINVAL, NULL,
+				 "%s%s%s", path, *path ? ": " : "", m);
+	}
+}
+
+int dpflow_config_parse_entry(struct dpflow_ctx *ctx,
+			      const struct dpflow_pipe *pipe, const char *text,
+			      size_t len, const char *path, unsigned flags,
+			      struct dpflow_entry_cfg *e,
+			      struct dpflow_error *err)
+{
+	const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
+	struct dpflow_error le = {0};
+	yaml_parser_t parser;
+	struct loader L;
+	struct ynode root;
+	int rc;
+
+	path = path ? path : "";
+	memset(e, 0, sizeof(*e));
+	if (cfg->type == DPFLOW_PIPE_CT)
+		return dpflow_error_set(err, EINVAL, NULL,
+					"%s%spipe '%s' is a ct pipe: it takes "
+					"no entries",
+					path, *path ? ": " : "", cfg->name);
+	memset(&L, 0, sizeof(L));
+	memset(&root, 0, sizeof(root));
+	L.ctx = ctx;
+	L.d.file = "";
+	L.d.err = &le;
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &L.d.doc)) {
+		rc = dpflow_error_set(
+		    err, EINVAL, NULL, "%s%snot valid YAML or JSON: %s", path,
+		    *path ? ": " : "", parser.problem ? parser.problem : "?");
+		yaml_parser_delete(&parser);
+		return rc;
+	}
+	yaml_parser_delete(&parser);
+	root.n = yaml_document_get_root_node(&L.d.doc);
+	snprintf(root.path, sizeof(root.path), "%s", path);
+	if (!y_is_map(&root))
+		rc = yerr(&L.d, root.n ? &root : NULL, EINVAL,
+			  "an entry is a mapping (match: ..., fwd: ...)");
+	else if (flags & DPFLOW_ENTRY_PARSE_KEY)
+		rc = parse_entry_key(&L, cfg, &root, e);
+	else
+		rc = parse_entry(&L, cfg, &root, e);
+	yaml_document_delete(&L.d.doc);
+	if (rc)
+		entry_error(err, &le, path);
+	return rc;
 }

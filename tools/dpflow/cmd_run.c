@@ -26,6 +26,7 @@
 
 #include "dpflow/config.h"
 #include "dpflow/dpflow.h"
+#include "dpflow/ctl.h"
 #include "dpflow/flow.h"
 #include "dpflow/metrics.h"
 #include "dpflow/runtime.h"
@@ -52,6 +53,8 @@ struct run_state {
 	struct dpflow_gpu_flow *gpu; /* NULL: the CPU target */
 	struct dpflow_rt *rt;	     /* the CPU target's workers */
 	const char *metrics_addr;    /* --metrics, or NULL */
+	const char *ctl_path;	     /* --control, or NULL */
+	struct dpflow_ctl *ctl;	     /* the control socket */
 	uint64_t handler_pkts;	     /* the `count` handler */
 	uint64_t rss_pkts[DPFLOW_RSS_QUEUES_MAX];
 	uint64_t aged[DPFLOW_PIPES_MAX];
@@ -177,6 +180,43 @@ static int run_gpu_burst(struct run_state *st, uint16_t port, uint32_t *idx,
 #endif
 }
 
+#ifdef DPFLOW_HAVE_GPU
+/* After an entry batch from the control socket: publish it to the GPU. */
+static int gpu_after_batch(void *arg, struct dpflow_error *err)
+{
+	return dpflow_gpu_flow_sync(arg, err);
+}
+#endif
+
+/*
+ * The control socket (--control), with the runtime's workers (NULL on the
+ * GPU target) and, on the GPU target, a hook that publishes each batch.
+ */
+static int open_ctl(struct run_state *st, struct dpflow_gpu_flow *gpu)
+{
+	struct dpflow_ctl_hooks h = {0};
+	struct dpflow_error err = {0};
+
+	if (!st->ctl_path)
+		return 0;
+	h.rt = st->rt;
+#ifdef DPFLOW_HAVE_GPU
+	if (gpu) {
+		h.after_batch = gpu_after_batch;
+		h.arg = gpu;
+	}
+#else
+	(void)gpu;
+#endif
+	st->ctl = dpflow_ctl_open(st->ctx, st->ctl_path, &h, &err);
+	if (!st->ctl) {
+		fprintf(stderr, "dpflow run: --control: %s\n", err.msg);
+		return -1;
+	}
+	fprintf(stderr, "dpflow run: control socket %s\n", st->ctl_path);
+	return 0;
+}
+
 /*
  * The GPU target: this thread receives, runs each burst on the GPU and
  * serves aging, until the inputs end, the deadline or a signal.
@@ -188,6 +228,8 @@ static int run_gpu_loop(struct run_state *st, uint64_t deadline)
 	unsigned idle = 0;
 	int rc = 0;
 
+	if (open_ctl(st, st->gpu))
+		return -EINVAL;
 	while (!stop_requested && !rc) {
 		bool all_done = true;
 		unsigned got = 0;
@@ -214,6 +256,8 @@ static int run_gpu_loop(struct run_state *st, uint64_t deadline)
 		idle = got ? 0 : idle + 1;
 		if (idle >= RUN_IDLE_POLLS)
 			nanosleep(&run_nap, NULL);
+		if (st->ctl)
+			dpflow_ctl_serve(st->ctl, 0);
 		drain_rss(st);
 		now = dpflow_clock_ns();
 		if (now >= next_age) {
@@ -246,6 +290,10 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 		return -EINVAL;
 	}
 	st->rt = rt;
+	if (open_ctl(st, NULL)) {
+		dpflow_rt_stop(rt);
+		return -EINVAL;
+	}
 	if (st->metrics_addr) {
 		metrics =
 		    dpflow_metrics_open(st->ctx, rt, st->metrics_addr, &err);
@@ -270,7 +318,10 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 		}
 		if (dpflow_rt_inputs_done(rt) || (deadline && now >= deadline))
 			break;
-		nanosleep(&run_ctl_nap, NULL);
+		if (st->ctl)
+			dpflow_ctl_serve(st->ctl, 1); /* waits up to 1 ms */
+		else
+			nanosleep(&run_ctl_nap, NULL);
 	}
 	dpflow_metrics_close(metrics);
 	dpflow_rt_stop(rt);
@@ -453,7 +504,8 @@ static void usage(FILE *out)
 	    out,
 	    "usage: dpflow run CONFIG.yaml [--target cpu|gpu] [--workers N]\n"
 	    "                  [--cpus LIST] [--rss-key HEX] [--duration S]\n"
-	    "                  [--metrics ADDR:PORT] [--pool N]\n"
+	    "                  [--control PATH] [--metrics ADDR:PORT]\n"
+	    "                  [--pool N]\n"
 	    "\n"
 	    "Run the data plane described by CONFIG.yaml (docs/config.md)\n"
 	    "until its inputs are exhausted, S seconds pass, or SIGINT or\n"
@@ -465,6 +517,8 @@ static void usage(FILE *out)
 	    "                2-5); at least one CPU per worker\n"
 	    "  --rss-key HEX the 40-byte Toeplitz key (80 hex digits);\n"
 	    "                default: random at start\n"
+	    "  --control P   serve the control socket at P (dpflowctl; the\n"
+	    "                usual path is " DPFLOW_CTL_SOCKET_DEFAULT ")\n"
 	    "  --metrics A   serve Prometheus metrics on http://A/metrics\n"
 	    "                (A: 127.0.0.1:9464, [::1]:9464; CPU target)\n"
 	    "  --duration S  stop after S seconds\n"
@@ -540,6 +594,7 @@ int cmd_run(int argc, char **argv)
 	    {"cpus", required_argument, NULL, 'c'},
 	    {"rss-key", required_argument, NULL, 'k'},
 	    {"metrics", required_argument, NULL, 'm'},
+	    {"control", required_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -551,7 +606,7 @@ int cmd_run(int argc, char **argv)
 	struct dpflow_rt_cfg rcfg = {0};
 	static int cpus[DPFLOW_WORKERS_MAX];
 	int n_cpus = 0;
-	const char *metrics_addr = NULL;
+	const char *metrics_addr = NULL, *ctl_path = NULL;
 	struct dpflow_error err = {0};
 	struct dpflow_ctx *ctx;
 	double duration = 0;
@@ -642,6 +697,9 @@ int cmd_run(int argc, char **argv)
 		case 'm':
 			metrics_addr = optarg;
 			break;
+		case 'C':
+			ctl_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -674,6 +732,7 @@ int cmd_run(int argc, char **argv)
 	}
 	memset(&st, 0, sizeof(st));
 	st.metrics_addr = metrics_addr;
+	st.ctl_path = ctl_path;
 	copts.handlers = handlers;
 	copts.n_handlers = 1;
 	ctx = dpflow_config_load(argv[optind], &copts, &err);
@@ -711,6 +770,7 @@ int cmd_run(int argc, char **argv)
 		rc = run_gpu_loop(&st, deadline);
 	else
 		rc = run_workers(&st, &rcfg, deadline);
+	dpflow_ctl_close(st.ctl);
 	print_counters(&st);
 	dpflow_rt_destroy(st.rt);
 #ifdef DPFLOW_HAVE_GPU

@@ -1,0 +1,59 @@
+/*
+ * The control endpoint's pieces: ctl_server.c (the socket, connections,
+ * framing), ctl_request.c (requests to replies), ctl_format.c (pipes,
+ * entries and the graph written back as config syntax, text and dot).
+ * Control thread only.
+ */
+#ifndef DPFLOW_CTL_CTL_INTERNAL_H
+#define DPFLOW_CTL_CTL_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dpflow/ctl.h"
+#include "dpflow/flow.h"
+
+struct ctl_conn;
+
+struct dpflow_ctl {
+	struct dpflow_ctx *ctx;
+	struct dpflow_ctl_hooks hooks;
+	struct dpflow_queue *q; /* this endpoint's entry queue */
+	/* the socket (ctl_server.c); lfd and epfd -1 without one */
+	char *path;
+	int lfd, epfd;
+	dev_t dev; /* the socket file's identity, to remove only ours */
+	ino_t ino;
+	struct ctl_conn *conns[DPFLOW_CTL_CONNS_MAX];
+};
+
+/* ctl_format.c */
+
+/* A field's value under @mask (NULL: all ones) in config syntax. */
+void ctl_value_str(unsigned field, const uint8_t *value, const uint8_t *mask,
+		   char *buf, size_t len);
+/* Config syntax as JSON: "drop", {"port": NAME}, {"pipe": NAME}, ... */
+json_t *ctl_fwd_json(struct dpflow_ctx *ctx, const struct dpflow_fwd *f);
+/* A pipe's match template, as its config's `match` list. */
+json_t *ctl_match_json(const struct dpflow_match_tmpl *m);
+/* Entry @e of @pipe as its config's entries[j] mapping. */
+json_t *ctl_entry_json(struct dpflow_ctx *ctx, const struct dpflow_pipe *pipe,
+		       const struct dpflow_entry_cfg *e);
+/* The pipe graph: ports, pipes, forwarding, as text or Graphviz dot;
+ * malloc'ed, NULL when out of memory. */
+char *ctl_dump(struct dpflow_ctx *ctx, bool dot);
+
+/* Bytes ctl_entry_canon() writes at most. */
+#define CTL_CANON_MAX 256
+/*
+ * What identifies entry @e in @pipe (its match as the table sees it: key
+ * under the masks, prefix, ranges; a hash pipe's slot), priority left out.
+ * Two entries with equal bytes match the same packets. Returns the length.
+ */
+unsigned ctl_entry_canon(const struct dpflow_pipe *pipe,
+			 const struct dpflow_entry_cfg *e, uint8_t *out);
+
+#endif /* DPFLOW_CTL_CTL_INTERNAL_H */

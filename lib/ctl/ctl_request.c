@@ -1,0 +1,920 @@
+/*
+ * Control requests to replies (docs/control.md): a request is one JSON
+ * object {"cmd": NAME, ...}; the reply {"ok": true, ...} or {"ok": false,
+ * "error": MESSAGE, "field": KEY}. Every request is checked whole before
+ * anything changes: unknown keys, types, the pipe, every entry of a batch;
+ * the batch then goes through dpflow_entries_process() (all or nothing).
+ * Entries are parsed by the config loader (dpflow_config_parse_entry()),
+ * so they read as a config's entries do. Control thread only.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpflow/clock.h"
+#include "dpflow/config.h"
+#include "dpflow/meta.h"
+#include "dpflow/port.h"
+#include "dpflow/runtime.h"
+
+#include "ctl/ctl_internal.h"
+
+/* entries.list: entries per reply by default and at most */
+#define LIST_DEFAULT 1000u
+#define LIST_MAX     100000u
+
+struct req {
+	struct dpflow_ctl *ctl;
+	json_t *in;
+	json_t *out; /* the reply being built */
+	char msg[DPFLOW_ERROR_MSG_MAX + 64];
+	char field[160];
+};
+
+static int fail(struct req *r, int code, const char *field, const char *fmt,
+		...) __attribute__((format(printf, 4, 5)));
+
+/* Record the error of the request: message and offending key. */
+static int fail(struct req *r, int code, const char *field, const char *fmt,
+		...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	va_end(ap);
+	snprintf(r->field, sizeof(r->field), "%s", field ? field : "");
+	return -(code ? code : EINVAL);
+}
+
+static int nomem(struct req *r)
+{
+	return fail(r, ENOMEM, NULL, "out of memory");
+}
+
+/* ---- request fields ------------------------------------------------------
+ */
+
+static int get_string(struct req *r, const char *key, bool required,
+		      const char **s)
+{
+	json_t *v = json_object_get(r->in, key);
+
+	if (!v) {
+		if (required)
+			return fail(r, EINVAL, key, "'%s' is missing", key);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return fail(r, EINVAL, key, "'%s' must be a string", key);
+	*s = json_string_value(v);
+	return 0;
+}
+
+static int get_uint(struct req *r, const char *key, uint64_t max, uint64_t *out)
+{
+	json_t *v = json_object_get(r->in, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) > max)
+		return fail(r, EINVAL, key,
+			    "'%s' must be an integer within 0..%llu", key,
+			    (unsigned long long)max);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int get_pipe(struct req *r, struct dpflow_pipe **pipe)
+{
+	const char *name = NULL;
+	int rc = get_string(r, "pipe", true, &name);
+
+	if (rc)
+		return rc;
+	*pipe = dpflow_pipe_find(r->ctl->ctx, name);
+	if (!*pipe)
+		return fail(r, ENOENT, "pipe", "no pipe named '%s'", name);
+	return 0;
+}
+
+/* The "entries" list of a batch request: an array of 1.. items. */
+static int get_entries(struct req *r, json_t **list)
+{
+	*list = json_object_get(r->in, "entries");
+	if (!*list)
+		return fail(r, EINVAL, "entries", "'entries' is missing");
+	if (!json_is_array(*list))
+		return fail(r, EINVAL, "entries",
+			    "'entries' must be a list of entries");
+	if (json_array_size(*list) > DPFLOW_CTL_BATCH_MAX)
+		return fail(r, E2BIG, "entries",
+			    "%zu entries: at most %u a request",
+			    json_array_size(*list), DPFLOW_CTL_BATCH_MAX);
+	return 0;
+}
+
+/* Set reply member @key; false when out of memory. */
+static bool set(struct req *r, const char *key, json_t *v)
+{
+	return v && !json_object_set_new(r->out, key, v);
+}
+
+static json_t *u64(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+/* ---- ports, pipes, counters, workers, dump --------------------------------
+ */
+
+static const char *root_of(struct dpflow_ctx *ctx, unsigned port)
+{
+	for (unsigned i = 0; i < dpflow_ctx_pipe_count(ctx); i++) {
+		const struct dpflow_pipe_cfg *c =
+		    dpflow_pipe_cfg(dpflow_ctx_pipe(ctx, i));
+
+		if (c->root && c->port == port)
+			return c->name;
+	}
+	return NULL;
+}
+
+static json_t *port_stats_json(const struct dpflow_port_stats *s)
+{
+	return json_pack(
+	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "rx_pkts",
+	    u64(s->rx_pkts), "rx_bytes", u64(s->rx_bytes), "rx_nobuf",
+	    u64(s->rx_nobuf), "rx_oversize", u64(s->rx_oversize), "rx_dropped",
+	    u64(s->rx_dropped), "rx_truncated", u64(s->rx_truncated),
+	    "rx_skipped", u64(s->rx_skipped), "rx_errors", u64(s->rx_errors),
+	    "tx_pkts", u64(s->tx_pkts), "tx_bytes", u64(s->tx_bytes),
+	    "tx_errors", u64(s->tx_errors));
+}
+
+static int cmd_ports(struct req *r)
+{
+	struct dpflow_ctx *ctx = r->ctl->ctx;
+	json_t *a = json_array();
+
+	if (!set(r, "ports", a))
+		return nomem(r);
+	for (unsigned i = 0; i < dpflow_ctx_port_count(ctx); i++) {
+		struct dpflow_port *p = dpflow_ctx_port(ctx, i);
+		struct dpflow_port_stats st;
+		const char *root = root_of(ctx, i);
+		json_t *o;
+
+		if (!p)
+			continue;
+		memset(&st, 0, sizeof(st));
+		dpflow_port_stats_get(p, &st);
+		o = json_pack("{s:i,s:s,s:s,s:i,s:i,s:o,s:o}", "id", (int)i,
+			      "name", dpflow_ctx_port_name(ctx, i), "kind",
+			      dpflow_port_kind(p), "rx_queues",
+			      (int)dpflow_port_rx_queues(p), "tx_queues",
+			      (int)dpflow_port_tx_queues(p), "root",
+			      root ? json_string(root) : json_null(), "stats",
+			      port_stats_json(&st));
+		if (!o || json_array_append_new(a, o))
+			return nomem(r);
+	}
+	return 0;
+}
+
+static json_t *pipe_stats_json(const struct dpflow_pipe *pipe)
+{
+	const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
+	struct dpflow_pipe_stats s;
+	json_t *o;
+
+	dpflow_pipe_stats_get(pipe, &s);
+	o = json_pack("{s:o,s:o,s:o,s:i}", "pkts", u64(s.pkts), "hits",
+		      u64(s.hits), "misses", u64(s.misses), "entries",
+		      (int)dpflow_pipe_entry_count(pipe));
+	if (o && (cfg->monitor.meter.alg || cfg->monitor.shared_meter))
+		json_object_set_new(o, "color",
+				    json_pack("[o,o,o]", u64(s.color[0]),
+					      u64(s.color[1]),
+					      u64(s.color[2])));
+	if (o && cfg->type == DPFLOW_PIPE_CT)
+		json_object_set_new(
+		    o, "ct",
+		    json_pack("{s:o,s:o,s:o,s:o,s:o}", "live", u64(s.ct_live),
+			      "created", u64(s.ct_created), "expired",
+			      u64(s.ct_expired), "invalid", u64(s.ct_invalid),
+			      "refused", u64(s.ct_refused)));
+	return o;
+}
+
+static json_t *monitor_json(const struct dpflow_monitor *m)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	if (m->counter)
+		json_object_set_new(o, "counter", json_true());
+	if (m->shared_counter)
+		json_object_set_new(o, "shared_counter",
+				    json_integer(m->shared_counter));
+	if (m->meter.alg)
+		json_object_set_new(o, "meter", json_true());
+	if (m->shared_meter)
+		json_object_set_new(o, "shared_meter",
+				    json_integer(m->shared_meter));
+	if (m->aging_ms)
+		json_object_set_new(o, "aging_ms", json_integer(m->aging_ms));
+	return o;
+}
+
+static int cmd_pipes(struct req *r)
+{
+	struct dpflow_ctx *ctx = r->ctl->ctx;
+	json_t *a = json_array();
+
+	if (!set(r, "pipes", a))
+		return nomem(r);
+	for (unsigned i = 0; i < dpflow_ctx_pipe_count(ctx); i++) {
+		const struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
+		const struct dpflow_pipe_cfg *c = dpflow_pipe_cfg(pipe);
+		const char *root =
+		    c->root ? dpflow_ctx_port_name(ctx, c->port) : NULL;
+		json_t *o = json_pack(
+		    "{s:s,s:s,s:o,s:i,s:i,s:o,s:i,s:o,s:o,s:o,s:o}", "name",
+		    c->name, "type", dpflow_pipe_type_name(c->type), "root",
+		    root ? json_string(root) : json_null(), "size",
+		    (int)c->size, "entries", (int)dpflow_pipe_entry_count(pipe),
+		    "match", ctl_match_json(&c->match), "action_templates",
+		    (int)c->n_action_tmpls, "monitor",
+		    monitor_json(&c->monitor), "fwd",
+		    ctl_fwd_json(ctx, &c->fwd), "miss",
+		    ctl_fwd_json(ctx, &c->miss_fwd), "stats",
+		    pipe_stats_json(pipe));
+
+		if (!o || json_array_append_new(a, o))
+			return nomem(r);
+	}
+	return 0;
+}
+
+static int cmd_counters(struct req *r)
+{
+	struct dpflow_ctx *ctx = r->ctl->ctx;
+	uint64_t drops[DPFLOW_DROP__COUNT];
+	json_t *ports = json_array(), *pipes = json_array();
+	json_t *dr = json_object(), *shared = json_array();
+
+	if (!set(r, "time_ns", u64(dpflow_clock_ns())) ||
+	    !set(r, "ports", ports) || !set(r, "pipes", pipes) ||
+	    !set(r, "drops", dr) || !set(r, "shared_counters", shared))
+		return nomem(r);
+	for (unsigned i = 0; i < dpflow_ctx_port_count(ctx); i++) {
+		struct dpflow_port *p = dpflow_ctx_port(ctx, i);
+		struct dpflow_port_stats st;
+		json_t *o;
+
+		if (!p)
+			continue;
+		memset(&st, 0, sizeof(st));
+		dpflow_port_stats_get(p, &st);
+		o = port_stats_json(&st);
+		if (!o ||
+		    json_object_set_new(
+			o, "name", json_string(dpflow_ctx_port_name(ctx, i))) ||
+		    json_array_append_new(ports, o))
+			return nomem(r);
+	}
+	for (unsigned i = 0; i < dpflow_ctx_pipe_count(ctx); i++) {
+		const struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
+		json_t *o = pipe_stats_json(pipe);
+
+		if (!o ||
+		    json_object_set_new(o, "name",
+					json_string(dpflow_pipe_name(pipe))) ||
+		    json_array_append_new(pipes, o))
+			return nomem(r);
+	}
+	dpflow_ctx_drops(ctx, drops);
+	for (unsigned d = 1; d < DPFLOW_DROP__COUNT; d++)
+		if (drops[d] &&
+		    json_object_set_new(dr, dpflow_drop_name(d), u64(drops[d])))
+			return nomem(r);
+	for (uint32_t id = 1; id <= dpflow_ctx_shared_counters(ctx); id++) {
+		struct dpflow_counter c = {0};
+
+		dpflow_shared_counter_read(ctx, id, &c);
+		if (json_array_append_new(
+			shared,
+			json_pack("{s:i,s:o,s:o}", "id", (int)id, "pkts",
+				  u64(c.pkts), "bytes", u64(c.bytes))))
+			return nomem(r);
+	}
+	return 0;
+}
+
+static int cmd_workers(struct req *r)
+{
+	struct dpflow_rt *rt = r->ctl->hooks.rt;
+	json_t *a = json_array();
+	unsigned n = rt ? dpflow_rt_workers(rt) : 0;
+
+	if (!set(r, "workers", a))
+		return nomem(r);
+	for (unsigned w = 0; w < n; w++) {
+		struct dpflow_worker_stats s;
+		json_t *o;
+
+		memset(&s, 0, sizeof(s));
+		if (dpflow_rt_worker_stats(rt, w, &s))
+			continue;
+		o = json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
+			      (int)w, "cpu", s.cpu, "rx_pkts", u64(s.rx_pkts),
+			      "rx_bursts", u64(s.rx_bursts), "pkts",
+			      u64(s.pkts), "handoff_out", u64(s.handoff_out),
+			      "handoff_in", u64(s.handoff_in), "handoff_drops",
+			      u64(s.handoff_drops), "idle_polls",
+			      u64(s.idle_polls), "busy_ns", u64(s.busy_ns));
+		if (!o || json_array_append_new(a, o))
+			return nomem(r);
+	}
+	return 0;
+}
+
+static int cmd_dump(struct req *r)
+{
+	const char *format = "text";
+	char *text;
+	int rc = get_string(r, "format", false, &format);
+
+	if (rc)
+		return rc;
+	if (strcmp(format, "text") && strcmp(format, "dot"))
+		return fail(r, EINVAL, "format",
+			    "format '%s': expected text or dot", format);
+	text = ctl_dump(r->ctl->ctx, !strcmp(format, "dot"));
+	if (!text)
+		return nomem(r);
+	rc = set(r, "format", json_string(format)) &&
+		     set(r, "text", json_string(text))
+		 ? 0
+		 : nomem(r);
+	free(text);
+	return rc;
+}
+
+/* ---- entries ------------------------------------------------------------
+ */
+
+static int cmd_entries_list(struct req *r)
+{
+	struct dpflow_pipe *pipe;
+	uint64_t from = 0, limit = LIST_DEFAULT;
+	bool counters;
+	json_t *a;
+	uint32_t s, size;
+	int rc;
+
+	if ((rc = get_pipe(r, &pipe)) ||
+	    (rc = get_uint(r, "from", UINT32_MAX, &from)) ||
+	    (rc = get_uint(r, "limit", LIST_MAX, &limit)))
+		return rc;
+	size = dpflow_pipe_size(pipe);
+	counters = dpflow_pipe_cfg(pipe)->monitor.counter;
+	a = json_array();
+	if (!set(r, "pipe", json_string(dpflow_pipe_name(pipe))) ||
+	    !set(r, "count", json_integer(dpflow_pipe_entry_count(pipe))) ||
+	    !set(r, "entries", a))
+		return nomem(r);
+	for (s = (uint32_t)from; s < size; s++) {
+		const struct dpflow_entry *e = dpflow_pipe_entry(pipe, s);
+		json_t *o;
+
+		if (!e)
+			continue;
+		if (json_array_size(a) == limit)
+			break;
+		o = json_pack(
+		    "{s:i,s:o}", "slot", (int)s, "entry",
+		    ctl_entry_json(r->ctl->ctx, pipe, dpflow_entry_cfg(e)));
+		if (o && counters) {
+			struct dpflow_counter c = {0};
+
+			dpflow_entry_counter(e, &c);
+			json_object_set_new(o, "counter",
+					    json_pack("{s:o,s:o}", "pkts",
+						      u64(c.pkts), "bytes",
+						      u64(c.bytes)));
+		}
+		if (!o || json_array_append_new(a, o))
+			return nomem(r);
+	}
+	if (s < size && !set(r, "next", json_integer(s)))
+		return nomem(r);
+	return 0;
+}
+
+/* The status of each queued entry of a batch, for its error. */
+struct batch {
+	bool failed;
+	unsigned bad; /* the item at fault */
+	struct dpflow_error err;
+};
+
+struct batch_user {
+	struct batch *b;
+	unsigned item;
+};
+
+static void batch_status(struct dpflow_entry *e, int status,
+			 const struct dpflow_error *err, void *user)
+{
+	struct batch_user *u = (struct batch_user *)user;
+
+	(void)e;
+	if (status == DPFLOW_ENTRY_ERROR && !u->b->failed) {
+		u->b->failed = true;
+		u->b->bad = u->item;
+		if (err)
+			u->b->err = *err;
+	}
+}
+
+/* Drop what was queued (entries added to the queue take slots). */
+static void queue_reset(struct dpflow_ctl *ctl)
+{
+	dpflow_queue_destroy(ctl->q);
+	ctl->q = dpflow_queue_create(ctl->ctx, NULL);
+}
+
+/* Apply the queued batch; on error say which item failed. */
+static int batch_apply(struct req *r, struct batch_user *users)
+{
+	struct dpflow_ctl *ctl = r->ctl;
+	struct batch *b = users[0].b;
+	struct dpflow_error err = {0};
+	int rc = dpflow_entries_process(ctl->q, batch_status, &err);
+
+	if (rc) {
+		char field[64];
+
+		if (!b->failed)
+			return fail(r, -rc, "entries", "batch refused: %s",
+				    err.msg);
+		snprintf(field, sizeof(field), "entries[%u]%s%s", b->bad,
+			 b->err.field ? "." : "",
+			 b->err.field ? b->err.field : "");
+		return fail(r, -rc, field, "entries[%u]: %s", b->bad,
+			    b->err.msg);
+	}
+	if (ctl->hooks.after_batch) {
+		memset(&err, 0, sizeof(err));
+		rc = ctl->hooks.after_batch(ctl->hooks.arg, &err);
+		if (rc)
+			return fail(r, err.code ? err.code : EIO, err.field,
+				    "batch applied, then: %s",
+				    err.msg[0] ? err.msg
+					       : "after_batch failed");
+	}
+	return 0;
+}
+
+/* An entry's text for the config parser: the item as JSON. */
+static int parse_item(struct req *r, struct dpflow_pipe *pipe, json_t *item,
+		      unsigned i, unsigned flags, struct dpflow_entry_cfg *e)
+{
+	struct dpflow_error err = {0};
+	char path[32], *text, *colon;
+	int rc;
+
+	snprintf(path, sizeof(path), "entries[%u]", i);
+	text = json_dumps(item, JSON_ENCODE_ANY);
+	if (!text)
+		return nomem(r);
+	rc = dpflow_config_parse_entry(r->ctl->ctx, pipe, text, strlen(text),
+				       path, flags, e, &err);
+	free(text);
+	if (!rc)
+		return 0;
+	/* "PATH.KEY: message": the field is the key path */
+	fail(r, err.code, NULL, "%s", err.msg);
+	colon = strstr(r->msg, ": ");
+	snprintf(r->field, sizeof(r->field), "%.*s",
+		 colon ? (int)(colon - r->msg) : (int)strlen(path),
+		 colon ? r->msg : path);
+	return -(err.code ? err.code : EINVAL);
+}
+
+static int cmd_entries_add(struct req *r)
+{
+	struct dpflow_ctl *ctl = r->ctl;
+	struct dpflow_pipe *pipe;
+	struct dpflow_entry_cfg *cfgs = NULL;
+	struct batch_user *users = NULL;
+	struct batch b;
+	json_t *list;
+	size_t n;
+	int rc;
+
+	if ((rc = get_pipe(r, &pipe)) || (rc = get_entries(r, &list)))
+		return rc;
+	n = json_array_size(list);
+	memset(&b, 0, sizeof(b));
+	cfgs = calloc(n ? n : 1, sizeof(*cfgs));
+	users = calloc(n ? n : 1, sizeof(*users));
+	if (!cfgs || !users) {
+		rc = nomem(r);
+		goto out;
+	}
+	/* every entry parsed before one is queued */
+	for (unsigned i = 0; i < n; i++) {
+		rc = parse_item(r, pipe, json_array_get(list, i), i, 0,
+				&cfgs[i]);
+		if (rc)
+			goto out;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct dpflow_error err = {0};
+		char field[32];
+
+		users[i].b = &b;
+		users[i].item = i;
+		if (!dpflow_entry_add(ctl->q, pipe, &cfgs[i], &users[i],
+				      &err)) {
+			queue_reset(ctl);
+			snprintf(field, sizeof(field), "entries[%u]", i);
+			rc = fail(r, err.code, field, "entries[%u]: %s", i,
+				  err.msg);
+			goto out;
+		}
+	}
+	if (n) {
+		rc = batch_apply(r, users);
+		if (rc)
+			goto out;
+	}
+	if (!set(r, "added", json_integer((json_int_t)n)) ||
+	    !set(r, "count", json_integer(dpflow_pipe_entry_count(pipe))))
+		rc = nomem(r);
+out:
+	free(users);
+	free(cfgs);
+	return rc;
+}
+
+/* An item of entries.rm resolved: the entry it names. */
+struct rm_item {
+	const struct dpflow_entry *e;
+	uint8_t canon[CTL_CANON_MAX];
+	unsigned len;
+	bool by_match;
+	bool prio_given;
+	uint32_t prio;
+};
+
+static uint32_t canon_hash(const uint8_t *c, unsigned len)
+{
+	uint32_t h = 2166136261u;
+
+	for (unsigned i = 0; i < len; i++)
+		h = (h ^ c[i]) * 16777619u;
+	return h;
+}
+
+static int cmp_entry_ptr(const void *a, const void *b)
+{
+	const struct dpflow_entry *x = *(const struct dpflow_entry *const *)a;
+	const struct dpflow_entry *y = *(const struct dpflow_entry *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Find the entries the match items name: one pass over the pipe's slots,
+ * each entry looked up among the items by its canonical match (a hash
+ * table of items), so that n items cost O(size + n), not O(size * n).
+ */
+static int rm_find(struct req *r, struct dpflow_pipe *pipe, struct rm_item *it,
+		   size_t n)
+{
+	size_t cap = 16, mask;
+	uint32_t *tab;
+	uint8_t canon[CTL_CANON_MAX];
+	int rc = 0;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	mask = cap - 1;
+	tab = malloc(cap * sizeof(*tab));
+	if (!tab)
+		return nomem(r);
+	memset(tab, 0xff, cap * sizeof(*tab));
+	for (size_t i = 0; i < n; i++) {
+		size_t h;
+
+		if (!it[i].by_match)
+			continue;
+		for (h = canon_hash(it[i].canon, it[i].len) & mask;
+		     tab[h] != UINT32_MAX; h = (h + 1) & mask)
+			;
+		tab[h] = (uint32_t)i;
+	}
+	for (uint32_t s = 0; s < dpflow_pipe_size(pipe) && !rc; s++) {
+		const struct dpflow_entry *e = dpflow_pipe_entry(pipe, s);
+		const struct dpflow_entry_cfg *ec;
+		unsigned len;
+
+		if (!e)
+			continue;
+		ec = dpflow_entry_cfg(e);
+		len = ctl_entry_canon(pipe, ec, canon);
+		for (size_t h = canon_hash(canon, len) & mask;
+		     tab[h] != UINT32_MAX; h = (h + 1) & mask) {
+			struct rm_item *x = &it[tab[h]];
+			char field[32];
+
+			if (x->len != len || memcmp(x->canon, canon, len) ||
+			    (x->prio_given && x->prio != ec->priority))
+				continue;
+			if (x->e) {
+				snprintf(field, sizeof(field), "entries[%u]",
+					 tab[h]);
+				rc = fail(r, EINVAL, field,
+					  "entries[%u] matches more than one "
+					  "entry: give its 'priority' or "
+					  "remove by 'slot'",
+					  tab[h]);
+				break;
+			}
+			x->e = e;
+		}
+	}
+	free(tab);
+	for (size_t i = 0; i < n && !rc; i++)
+		if (it[i].by_match && !it[i].e) {
+			char field[40];
+
+			snprintf(field, sizeof(field), "entries[%zu].match", i);
+			rc = fail(r, ENOENT, field,
+				  "entries[%zu]: pipe '%s' has no such entry",
+				  i, dpflow_pipe_name(pipe));
+		}
+	return rc;
+}
+
+/* Item @i of entries.rm: {"slot": N} or an entry's match. */
+static int rm_parse(struct req *r, struct dpflow_pipe *pipe, json_t *item,
+		    unsigned i, struct rm_item *x)
+{
+	json_t *slot =
+	    json_is_object(item) ? json_object_get(item, "slot") : NULL;
+	struct dpflow_entry_cfg e;
+	char field[40];
+	int rc;
+
+	if (slot) {
+		snprintf(field, sizeof(field), "entries[%u].slot", i);
+		if (json_object_size(item) != 1)
+			return fail(r, EINVAL, field,
+				    "entries[%u]: 'slot' goes alone", i);
+		if (!json_is_integer(slot) || json_integer_value(slot) < 0 ||
+		    json_integer_value(slot) >= dpflow_pipe_size(pipe))
+			return fail(r, EINVAL, field,
+				    "entries[%u].slot: expected a slot within "
+				    "0..%u",
+				    i, dpflow_pipe_size(pipe) - 1);
+		x->e =
+		    dpflow_pipe_entry(pipe, (uint32_t)json_integer_value(slot));
+		if (!x->e)
+			return fail(r, ENOENT, field,
+				    "entries[%u]: slot %lld of pipe '%s' is "
+				    "free",
+				    i, (long long)json_integer_value(slot),
+				    dpflow_pipe_name(pipe));
+		return 0;
+	}
+	rc = parse_item(r, pipe, item, i, DPFLOW_ENTRY_PARSE_KEY, &e);
+	if (rc)
+		return rc;
+	x->by_match = true;
+	x->prio_given = json_object_get(item, "priority") != NULL;
+	x->prio = e.priority;
+	x->len = ctl_entry_canon(pipe, &e, x->canon);
+	return 0;
+}
+
+static int cmd_entries_rm(struct req *r)
+{
+	struct dpflow_ctl *ctl = r->ctl;
+	struct dpflow_pipe *pipe;
+	struct rm_item *it = NULL;
+	const struct dpflow_entry **sorted = NULL;
+	struct batch_user *users = NULL;
+	struct batch b;
+	json_t *list;
+	size_t n;
+	int rc;
+
+	if ((rc = get_pipe(r, &pipe)) || (rc = get_entries(r, &list)))
+		return rc;
+	n = json_array_size(list);
+	memset(&b, 0, sizeof(b));
+	it = calloc(n ? n : 1, sizeof(*it));
+	sorted = calloc(n ? n : 1, sizeof(*sorted));
+	users = calloc(n ? n : 1, sizeof(*users));
+	if (!it || !sorted || !users) {
+		rc = nomem(r);
+		goto out;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if ((rc =
+			 rm_parse(r, pipe, json_array_get(list, i), i, &it[i])))
+			goto out;
+	if ((rc = rm_find(r, pipe, it, n)))
+		goto out;
+	/* an entry named twice would be removed twice */
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = it[i].e;
+	qsort(sorted, n, sizeof(*sorted), cmp_entry_ptr);
+	for (size_t i = 1; i < n; i++)
+		if (sorted[i] == sorted[i - 1]) {
+			for (size_t k = 0, first = n; k < n; k++) {
+				if (it[k].e != sorted[i])
+					continue;
+				if (first == n) {
+					first = k;
+					continue;
+				}
+				char field[32];
+
+				snprintf(field, sizeof(field), "entries[%zu]",
+					 k);
+				rc = fail(r, EINVAL, field,
+					  "entries[%zu] names the entry "
+					  "entries[%zu] names",
+					  k, first);
+				goto out;
+			}
+		}
+	for (unsigned i = 0; i < n; i++) {
+		users[i].b = &b;
+		users[i].item = i;
+		/* the handle is the pipe's own; removal is what it is for */
+		if (dpflow_entry_remove(ctl->q, (struct dpflow_entry *)it[i].e,
+					&users[i])) {
+			/* only when the queue cannot grow: the entries
+			 * queued so far stay listed as being removed */
+			queue_reset(ctl);
+			rc = nomem(r);
+			goto out;
+		}
+	}
+	if (n && (rc = batch_apply(r, users)))
+		goto out;
+	if (!set(r, "removed", json_integer((json_int_t)n)) ||
+	    !set(r, "count", json_integer(dpflow_pipe_entry_count(pipe))))
+		rc = nomem(r);
+out:
+	free(users);
+	free(sorted);
+	free(it);
+	return rc;
+}
+
+/* ---- dispatch -----------------------------------------------------------
+ */
+
+static const char *const no_keys[] = {NULL};
+static const char *const dump_keys[] = {"format", NULL};
+static const char *const list_keys[] = {"pipe", "from", "limit", NULL};
+static const char *const batch_keys[] = {"pipe", "entries", NULL};
+
+static const struct cmd {
+	const char *name;
+	int (*fn)(struct req *r);
+	const char *const *keys; /* allowed besides cmd and id */
+} cmds[] = {
+    {"ports", cmd_ports, no_keys},
+    {"pipes", cmd_pipes, no_keys},
+    {"counters", cmd_counters, no_keys},
+    {"workers", cmd_workers, no_keys},
+    {"dump", cmd_dump, dump_keys},
+    {"entries.list", cmd_entries_list, list_keys},
+    {"entries.add", cmd_entries_add, batch_keys},
+    {"entries.rm", cmd_entries_rm, batch_keys},
+};
+
+static int check_keys(struct req *r, const struct cmd *c)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(r->in, key, v)
+	{
+		bool ok = !strcmp(key, "cmd") || !strcmp(key, "id");
+
+		for (unsigned i = 0; c->keys[i] && !ok; i++)
+			ok = !strcmp(c->keys[i], key);
+		if (!ok)
+			return fail(r, EINVAL, key, "%s: unknown key '%s'",
+				    c->name, key);
+	}
+	return 0;
+}
+
+static int dispatch(struct req *r, const char *req, size_t len)
+{
+	json_error_t je;
+	const char *name = NULL;
+	const struct cmd *c = NULL;
+	json_t *id;
+	int rc;
+
+	if (len > DPFLOW_CTL_REQUEST_MAX)
+		return fail(r, E2BIG, NULL,
+			    "request too large (%zu bytes, at "
+			    "most %u)",
+			    len, DPFLOW_CTL_REQUEST_MAX);
+	r->in =
+	    json_loadb(req, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+	if (!r->in)
+		return fail(r, EINVAL, NULL, "malformed JSON: %s (column %d)",
+			    je.text, je.column);
+	if (!json_is_object(r->in))
+		return fail(r, EINVAL, NULL, "a request is a JSON object");
+	id = json_object_get(r->in, "id");
+	if (id && !set(r, "id", json_incref(id)))
+		return nomem(r);
+	if ((rc = get_string(r, "cmd", true, &name)))
+		return rc;
+	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(cmds) && !c; i++)
+		if (!strcmp(cmds[i].name, name))
+			c = &cmds[i];
+	if (!c)
+		return fail(
+		    r, EINVAL, "cmd",
+		    "unknown cmd '%s' (ports, pipes, counters, workers, "
+		    "dump, entries.list, entries.add, entries.rm)",
+		    name);
+	if ((rc = check_keys(r, c)))
+		return rc;
+	if (!r->ctl->q) {
+		r->ctl->q = dpflow_queue_create(r->ctl->ctx, NULL);
+		if (!r->ctl->q)
+			return nomem(r);
+	}
+	return c->fn(r);
+}
+
+/* A JSON string of @s; bytes that are not valid UTF-8 (a message cut
+ * short in a character, say) become '?'. */
+static json_t *text_json(const char *s)
+{
+	json_t *v = json_string(s);
+	char *copy;
+
+	if (v || !s)
+		return v;
+	copy = strdup(s);
+	if (!copy)
+		return NULL;
+	for (char *p = copy; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	v = json_string(copy);
+	free(copy);
+	return v;
+}
+
+char *dpflow_ctl_handle(struct dpflow_ctl *ctl, const char *req, size_t len)
+{
+	struct req r;
+	char *text;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.ctl = ctl;
+	r.out = json_pack("{s:b}", "ok", 1);
+	if (!r.out)
+		return NULL;
+	rc = dispatch(&r, req, len);
+	if (rc) {
+		/* an error reply keeps only the request's id */
+		json_t *id = json_incref(json_object_get(r.out, "id"));
+
+		json_object_clear(r.out);
+		json_object_set_new(r.out, "ok", json_false());
+		if (id)
+			json_object_set_new(r.out, "id", id);
+		json_object_set_new(r.out, "error", text_json(r.msg));
+		if (r.field[0])
+			json_object_set_new(r.out, "field", text_json(r.field));
+	}
+	text = json_dumps(r.out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(r.out);
+	json_decref(r.in);
+	return text;
+}
