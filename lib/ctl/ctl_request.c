@@ -422,6 +422,8 @@ struct batch {
 	bool failed;
 	unsigned bad; /* the item at fault */
 	struct dpflow_error err;
+	/* entries.batch: op and item of each queued item; NULL: one op */
+	const unsigned *op_of, *item_of;
 };
 
 struct batch_user {
@@ -464,6 +466,16 @@ static int batch_apply(struct req *r, struct batch_user *users)
 		if (!b->failed)
 			return fail(r, -rc, "entries", "batch refused: %s",
 				    err.msg);
+		if (b->op_of) {
+			unsigned op = b->op_of[b->bad], it = b->item_of[b->bad];
+
+			snprintf(field, sizeof(field),
+				 "ops[%u].entries[%u]%s%s", op, it,
+				 b->err.field ? "." : "",
+				 b->err.field ? b->err.field : "");
+			return fail(r, -rc, field, "ops[%u].entries[%u]: %s",
+				    op, it, b->err.msg);
+		}
 		snprintf(field, sizeof(field), "entries[%u]%s%s", b->bad,
 			 b->err.field ? "." : "",
 			 b->err.field ? b->err.field : "");
@@ -508,11 +520,45 @@ static int parse_item(struct req *r, struct dpflow_pipe *pipe, json_t *item,
 	return -(err.code ? err.code : EINVAL);
 }
 
-static int cmd_entries_add(struct req *r)
+/*
+ * Parse the entries of @list for @pipe, then queue their adds; users[i]
+ * (their status) are set by the caller. 0, or the error with the queue
+ * emptied.
+ */
+static int queue_add(struct req *r, struct dpflow_pipe *pipe, json_t *list,
+		     struct batch_user *users)
 {
 	struct dpflow_ctl *ctl = r->ctl;
+	size_t n = json_array_size(list);
+	struct dpflow_entry_cfg *cfgs = calloc(n ? n : 1, sizeof(*cfgs));
+	int rc = 0;
+
+	if (!cfgs)
+		return nomem(r);
+	/* every entry parsed before one is queued */
+	for (unsigned i = 0; i < n && !rc; i++)
+		rc = parse_item(r, pipe, json_array_get(list, i), i, 0,
+				&cfgs[i]);
+	for (unsigned i = 0; i < n && !rc; i++) {
+		struct dpflow_error err = {0};
+		char field[32];
+
+		if (!dpflow_entry_add(ctl->q, pipe, &cfgs[i], &users[i],
+				      &err)) {
+			snprintf(field, sizeof(field), "entries[%u]", i);
+			rc = fail(r, err.code, field, "entries[%u]: %s", i,
+				  err.msg);
+		}
+	}
+	if (rc)
+		queue_reset(ctl);
+	free(cfgs);
+	return rc;
+}
+
+static int cmd_entries_add(struct req *r)
+{
 	struct dpflow_pipe *pipe;
-	struct dpflow_entry_cfg *cfgs = NULL;
 	struct batch_user *users = NULL;
 	struct batch b;
 	json_t *list;
@@ -523,45 +569,21 @@ static int cmd_entries_add(struct req *r)
 		return rc;
 	n = json_array_size(list);
 	memset(&b, 0, sizeof(b));
-	cfgs = calloc(n ? n : 1, sizeof(*cfgs));
 	users = calloc(n ? n : 1, sizeof(*users));
-	if (!cfgs || !users) {
-		rc = nomem(r);
-		goto out;
-	}
-	/* every entry parsed before one is queued */
+	if (!users)
+		return nomem(r);
 	for (unsigned i = 0; i < n; i++) {
-		rc = parse_item(r, pipe, json_array_get(list, i), i, 0,
-				&cfgs[i]);
-		if (rc)
-			goto out;
-	}
-	for (unsigned i = 0; i < n; i++) {
-		struct dpflow_error err = {0};
-		char field[32];
-
 		users[i].b = &b;
 		users[i].item = i;
-		if (!dpflow_entry_add(ctl->q, pipe, &cfgs[i], &users[i],
-				      &err)) {
-			queue_reset(ctl);
-			snprintf(field, sizeof(field), "entries[%u]", i);
-			rc = fail(r, err.code, field, "entries[%u]: %s", i,
-				  err.msg);
-			goto out;
-		}
 	}
-	if (n) {
+	rc = queue_add(r, pipe, list, users);
+	if (!rc && n)
 		rc = batch_apply(r, users);
-		if (rc)
-			goto out;
-	}
-	if (!set(r, "added", json_integer((json_int_t)n)) ||
-	    !set(r, "count", json_integer(dpflow_pipe_entry_count(pipe))))
+	if (!rc &&
+	    (!set(r, "added", json_integer((json_int_t)n)) ||
+	     !set(r, "count", json_integer(dpflow_pipe_entry_count(pipe)))))
 		rc = nomem(r);
-out:
 	free(users);
-	free(cfgs);
 	return rc;
 }
 
@@ -706,12 +728,114 @@ static int rm_parse(struct req *r, struct dpflow_pipe *pipe, json_t *item,
 	return 0;
 }
 
-static int cmd_entries_rm(struct req *r)
+/*
+ * Resolve the items of @list (by slot or match) to entries of @pipe into
+ * @it: each names one entry, no entry twice. @full: the items are whole
+ * entries (entries.update), else keys.
+ */
+static int resolve_items(struct req *r, struct dpflow_pipe *pipe, json_t *list,
+			 struct rm_item *it, struct dpflow_entry_cfg *cfgs)
+{
+	size_t n = json_array_size(list);
+	const struct dpflow_entry **sorted = calloc(n ? n : 1, sizeof(*sorted));
+	int rc = 0;
+
+	if (!sorted)
+		return nomem(r);
+	for (unsigned i = 0; i < n && !rc; i++) {
+		json_t *item = json_array_get(list, i);
+
+		if (!cfgs) {
+			rc = rm_parse(r, pipe, item, i, &it[i]);
+			continue;
+		}
+		rc = parse_item(r, pipe, item, i, 0, &cfgs[i]);
+		if (rc)
+			break;
+		it[i].by_match = true;
+		it[i].prio_given = json_object_get(item, "priority") != NULL;
+		it[i].prio = cfgs[i].priority;
+		it[i].len = ctl_entry_canon(pipe, &cfgs[i], it[i].canon);
+	}
+	if (!rc)
+		rc = rm_find(r, pipe, it, n);
+	/* an entry named twice would be removed twice */
+	for (size_t i = 0; i < n && !rc; i++)
+		sorted[i] = it[i].e;
+	if (!rc)
+		qsort(sorted, n, sizeof(*sorted), cmp_entry_ptr);
+	for (size_t i = 1; i < n && !rc; i++) {
+		if (sorted[i] != sorted[i - 1])
+			continue;
+		for (size_t k = 0, first = n; k < n; k++) {
+			char field[32];
+
+			if (it[k].e != sorted[i])
+				continue;
+			if (first == n) {
+				first = k;
+				continue;
+			}
+			snprintf(field, sizeof(field), "entries[%zu]", k);
+			rc = fail(r, EINVAL, field,
+				  "entries[%zu] names the entry entries[%zu] "
+				  "names",
+				  k, first);
+			break;
+		}
+	}
+	free(sorted);
+	return rc;
+}
+
+/* Queue the removal (@cfgs NULL) or update (to @cfgs) of the entries the
+ * items of @list name. */
+static int queue_rm_update(struct req *r, struct dpflow_pipe *pipe,
+			   json_t *list, struct batch_user *users, bool update)
 {
 	struct dpflow_ctl *ctl = r->ctl;
+	size_t n = json_array_size(list);
+	struct rm_item *it = calloc(n ? n : 1, sizeof(*it));
+	struct dpflow_entry_cfg *cfgs =
+	    update ? calloc(n ? n : 1, sizeof(*cfgs)) : NULL;
+	int rc;
+
+	if (!it || (update && !cfgs)) {
+		free(it);
+		free(cfgs);
+		return nomem(r);
+	}
+	rc = resolve_items(r, pipe, list, it, cfgs);
+	for (unsigned i = 0; i < n && !rc; i++) {
+		struct dpflow_entry *e = (struct dpflow_entry *)it[i].e;
+		struct dpflow_error err = {0};
+		char field[32];
+
+		/* the handle is the pipe's own; changing it is what it is
+		 * for */
+		if (!update) {
+			if (dpflow_entry_remove(ctl->q, e, &users[i]))
+				rc = nomem(r); /* the queue cannot grow */
+			continue;
+		}
+		if (!dpflow_entry_update(ctl->q, e, &cfgs[i], &users[i],
+					 &err)) {
+			snprintf(field, sizeof(field), "entries[%u]", i);
+			rc = fail(r, err.code, field, "entries[%u]: %s", i,
+				  err.msg);
+		}
+	}
+	if (rc)
+		queue_reset(ctl); /* after an allocation failure, entries
+				     queued so far stay listed as changing */
+	free(cfgs);
+	free(it);
+	return rc;
+}
+
+static int cmd_entries_rm_update(struct req *r, bool update)
+{
 	struct dpflow_pipe *pipe;
-	struct rm_item *it = NULL;
-	const struct dpflow_entry **sorted = NULL;
 	struct batch_user *users = NULL;
 	struct batch b;
 	json_t *list;
@@ -722,65 +846,158 @@ static int cmd_entries_rm(struct req *r)
 		return rc;
 	n = json_array_size(list);
 	memset(&b, 0, sizeof(b));
-	it = calloc(n ? n : 1, sizeof(*it));
-	sorted = calloc(n ? n : 1, sizeof(*sorted));
 	users = calloc(n ? n : 1, sizeof(*users));
-	if (!it || !sorted || !users) {
-		rc = nomem(r);
-		goto out;
-	}
-	for (unsigned i = 0; i < n; i++)
-		if ((rc =
-			 rm_parse(r, pipe, json_array_get(list, i), i, &it[i])))
-			goto out;
-	if ((rc = rm_find(r, pipe, it, n)))
-		goto out;
-	/* an entry named twice would be removed twice */
-	for (size_t i = 0; i < n; i++)
-		sorted[i] = it[i].e;
-	qsort(sorted, n, sizeof(*sorted), cmp_entry_ptr);
-	for (size_t i = 1; i < n; i++)
-		if (sorted[i] == sorted[i - 1]) {
-			for (size_t k = 0, first = n; k < n; k++) {
-				if (it[k].e != sorted[i])
-					continue;
-				if (first == n) {
-					first = k;
-					continue;
-				}
-				char field[32];
-
-				snprintf(field, sizeof(field), "entries[%zu]",
-					 k);
-				rc = fail(r, EINVAL, field,
-					  "entries[%zu] names the entry "
-					  "entries[%zu] names",
-					  k, first);
-				goto out;
-			}
-		}
+	if (!users)
+		return nomem(r);
 	for (unsigned i = 0; i < n; i++) {
 		users[i].b = &b;
 		users[i].item = i;
-		/* the handle is the pipe's own; removal is what it is for */
-		if (dpflow_entry_remove(ctl->q, (struct dpflow_entry *)it[i].e,
-					&users[i])) {
-			/* only when the queue cannot grow: the entries
-			 * queued so far stay listed as being removed */
-			queue_reset(ctl);
-			rc = nomem(r);
-			goto out;
-		}
 	}
-	if (n && (rc = batch_apply(r, users)))
+	rc = queue_rm_update(r, pipe, list, users, update);
+	if (!rc && n)
+		rc = batch_apply(r, users);
+	if (!rc &&
+	    (!set(r, update ? "updated" : "removed",
+		  json_integer((json_int_t)n)) ||
+	     !set(r, "count", json_integer(dpflow_pipe_entry_count(pipe)))))
+		rc = nomem(r);
+	free(users);
+	return rc;
+}
+
+static int cmd_entries_rm(struct req *r)
+{
+	return cmd_entries_rm_update(r, false);
+}
+
+static int cmd_entries_update(struct req *r)
+{
+	return cmd_entries_rm_update(r, true);
+}
+
+/* One op of entries.batch: its keys, kind and pipe. */
+static int batch_op(struct req *r, json_t *op, unsigned k, int *kind,
+		    struct dpflow_pipe **pipe, json_t **list)
+{
+	static const char *const kinds[] = {"add", "rm", "update"};
+	const char *key, *name;
+	json_t *v, *saved = r->in;
+	int rc;
+
+	(void)k;
+	if (!json_is_object(op))
+		return fail(r, EINVAL, NULL, "an op is an object");
+	json_object_foreach(op, key, v)
+	{
+		if (strcmp(key, "op") && strcmp(key, "pipe") &&
+		    strcmp(key, "entries"))
+			return fail(r, EINVAL, key,
+				    "unknown key '%s' (op, pipe, entries)",
+				    key);
+	}
+	v = json_object_get(op, "op");
+	name = json_is_string(v) ? json_string_value(v) : "";
+	*kind = -1;
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(name, kinds[i]))
+			*kind = i;
+	if (*kind < 0)
+		return fail(r, EINVAL, "op", "'op': add, rm or update");
+	/* the op's own keys read as a request's */
+	r->in = op;
+	rc = get_pipe(r, pipe);
+	if (!rc)
+		rc = get_entries(r, list);
+	r->in = saved;
+	return rc;
+}
+
+/* "ops[K]." before the field and message of an error of op @k. */
+static int in_op(struct req *r, unsigned k, int rc)
+{
+	char f[sizeof(r->field)], m[sizeof(r->msg)];
+
+	if (!rc)
+		return 0;
+	snprintf(f, sizeof(f), "ops[%u]%s%.140s", k, r->field[0] ? "." : "",
+		 r->field);
+	snprintf(m, sizeof(m), "ops[%u]: %.300s", k, r->msg);
+	memcpy(r->field, f, sizeof(f));
+	memcpy(r->msg, m, sizeof(m));
+	return rc;
+}
+
+/*
+ * entries.batch: adds, removals and updates over several pipes, applied
+ * as one batch (a packet sees every op of it or none).
+ */
+static int cmd_entries_batch(struct req *r)
+{
+	json_t *ops = json_object_get(r->in, "ops");
+	struct batch_user *users = NULL;
+	unsigned *op_of = NULL, *item_of = NULL;
+	size_t total = 0, n_ops, at = 0;
+	struct batch b;
+	int rc = 0;
+
+	if (!json_is_array(ops) || !json_array_size(ops))
+		return fail(r, EINVAL, "ops",
+			    "'ops' must be a non-empty list of {op, pipe, "
+			    "entries}");
+	n_ops = json_array_size(ops);
+	for (unsigned k = 0; k < n_ops; k++) {
+		struct dpflow_pipe *pipe;
+		json_t *list;
+		int kind;
+
+		if ((rc = batch_op(r, json_array_get(ops, k), k, &kind, &pipe,
+				   &list)))
+			return in_op(r, k, rc);
+		total += json_array_size(list);
+	}
+	if (total > DPFLOW_CTL_BATCH_MAX)
+		return fail(r, E2BIG, "ops",
+			    "%zu entries over the ops: at most %u a request",
+			    total, DPFLOW_CTL_BATCH_MAX);
+	memset(&b, 0, sizeof(b));
+	users = calloc(total ? total : 1, sizeof(*users));
+	op_of = calloc(total ? total : 1, sizeof(*op_of));
+	item_of = calloc(total ? total : 1, sizeof(*item_of));
+	if (!users || !op_of || !item_of) {
+		rc = nomem(r);
 		goto out;
-	if (!set(r, "removed", json_integer((json_int_t)n)) ||
-	    !set(r, "count", json_integer(dpflow_pipe_entry_count(pipe))))
+	}
+	b.op_of = op_of;
+	b.item_of = item_of;
+	for (unsigned k = 0; k < n_ops && !rc; k++) {
+		struct dpflow_pipe *pipe;
+		json_t *list;
+		int kind;
+		size_t n;
+
+		batch_op(r, json_array_get(ops, k), k, &kind, &pipe, &list);
+		n = json_array_size(list);
+		for (size_t i = 0; i < n; i++) {
+			users[at + i].b = &b;
+			users[at + i].item = (unsigned)(at + i);
+			op_of[at + i] = k;
+			item_of[at + i] = (unsigned)i;
+		}
+		rc = kind == 0 ? queue_add(r, pipe, list, users + at)
+			       : queue_rm_update(r, pipe, list, users + at,
+						 kind == 2);
+		rc = in_op(r, k, rc);
+		at += n;
+	}
+	if (!rc && total)
+		rc = batch_apply(r, users);
+	if (!rc && (!set(r, "ops", json_integer((json_int_t)n_ops)) ||
+		    !set(r, "entries", json_integer((json_int_t)total))))
 		rc = nomem(r);
 out:
 	free(users);
-	free(sorted);
-	free(it);
+	free(op_of);
+	free(item_of);
 	return rc;
 }
 
@@ -791,6 +1008,7 @@ static const char *const no_keys[] = {NULL};
 static const char *const dump_keys[] = {"format", NULL};
 static const char *const list_keys[] = {"pipe", "from", "limit", NULL};
 static const char *const batch_keys[] = {"pipe", "entries", NULL};
+static const char *const ops_keys[] = {"ops", NULL};
 
 static const struct cmd {
 	const char *name;
@@ -805,6 +1023,8 @@ static const struct cmd {
     {"entries.list", cmd_entries_list, list_keys},
     {"entries.add", cmd_entries_add, batch_keys},
     {"entries.rm", cmd_entries_rm, batch_keys},
+    {"entries.update", cmd_entries_update, batch_keys},
+    {"entries.batch", cmd_entries_batch, ops_keys},
 };
 
 static int check_keys(struct req *r, const struct cmd *c)
@@ -857,7 +1077,8 @@ static int dispatch(struct req *r, const char *req, size_t len)
 		return fail(
 		    r, EINVAL, "cmd",
 		    "unknown cmd '%s' (ports, pipes, counters, workers, "
-		    "dump, entries.list, entries.add, entries.rm)",
+		    "dump, entries.list, entries.add, entries.rm, "
+		    "entries.update, entries.batch)",
 		    name);
 	if ((rc = check_keys(r, c)))
 		return rc;

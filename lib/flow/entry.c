@@ -59,9 +59,13 @@ void dpflow_queue_destroy(struct dpflow_queue *q)
 {
 	if (!q)
 		return;
+	/* operations still queued are dropped: an add's slot is freed, an
+	 * entry queued for removal (or update) is active again */
 	for (unsigned i = 0; i < q->n; i++)
 		if (q->ops[i].add)
 			release_index(q->ops[i].e->pipe, q->ops[i].e);
+		else
+			q->ops[i].e->state = ENTRY_ACTIVE;
 	free(q->ops);
 	free(q);
 }

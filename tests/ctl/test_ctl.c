@@ -638,3 +638,100 @@ Test(ctl, packets_follow_an_entry_added_by_the_control_path)
 	dpflow_ctx_drops(ctx, drops);
 	cr_expect_eq(drops[DPFLOW_DROP_FLOW_MISS_DROP], 5);
 }
+
+Test(ctl, update_changes_where_packets_go)
+{
+	json_t *r;
+
+	json_decref(ok("{\"cmd\":\"entries.add\",\"pipe\":\"fw\",\"entries\":["
+		       "{\"match\":{\"outer.l4.dport\":80},"
+		       "\"fwd\":{\"port\":\"web\"}}]}"));
+	cr_expect_eq(send_to(80, 2), 2);
+	r = ok("{\"cmd\":\"entries.update\",\"pipe\":\"fw\",\"entries\":["
+	       "{\"match\":{\"outer.l4.dport\":80},\"fwd\":\"drop\"}]}");
+	cr_expect_eq(json_integer_value(json_object_get(r, "updated")), 1);
+	json_decref(r);
+	cr_expect_eq(count("fw"), 2, "an update replaces, it does not add");
+	cr_expect_eq(send_to(80, 3), 0, "updated to drop");
+	/* updating an entry that is not there changes nothing */
+	r = call("{\"cmd\":\"entries.update\",\"pipe\":\"fw\",\"entries\":["
+		 "{\"match\":{\"outer.l4.dport\":81},\"fwd\":\"drop\"}]}");
+	cr_expect(json_is_false(json_object_get(r, "ok")));
+	cr_expect_str_eq(json_string_value(json_object_get(r, "field")),
+			 "entries[0].match");
+	json_decref(r);
+}
+
+Test(ctl, batch_over_pipes_is_all_or_nothing)
+{
+	json_t *r;
+	unsigned b0;
+
+	/* op 2's second entry is bad: nothing of ops 0 and 1 is applied */
+	b0 = (unsigned)batches;
+	r = call(
+	    "{\"cmd\":\"entries.batch\",\"ops\":["
+	    "{\"op\":\"add\",\"pipe\":\"fw\",\"entries\":["
+	    "{\"match\":{\"outer.l4.dport\":80},\"fwd\":{\"port\":\"web\"}}]},"
+	    "{\"op\":\"rm\",\"pipe\":\"fw\",\"entries\":["
+	    "{\"match\":{\"outer.l4.dport\":22}}]},"
+	    "{\"op\":\"add\",\"pipe\":\"acl\",\"entries\":["
+	    "{\"match\":{\"outer.l4.sport\":1},\"values\":[1]},"
+	    "{\"match\":{\"outer.l4.bogus\":1},\"values\":[2]}]}]}");
+	cr_expect(json_is_false(json_object_get(r, "ok")));
+	cr_expect(strstr(json_string_value(json_object_get(r, "field")),
+			 "ops[2].entries[1]"),
+		  "field %s", json_string_value(json_object_get(r, "field")));
+	json_decref(r);
+	cr_expect_eq(count("fw"), 1, "fw unchanged");
+	cr_expect_not_null(dpflow_pipe_entry(dpflow_pipe_find(ctx, "fw"), 0),
+			   "the entry queued for removal is active again");
+	cr_expect_eq(count("acl"), 0, "acl unchanged");
+	cr_expect_eq((unsigned)batches, b0, "no batch applied");
+
+	/* a duplicate found only when the batch is applied: the same */
+	r = call("{\"cmd\":\"entries.batch\",\"ops\":["
+		 "{\"op\":\"rm\",\"pipe\":\"fw\",\"entries\":["
+		 "{\"match\":{\"outer.l4.dport\":22}}]},"
+		 "{\"op\":\"add\",\"pipe\":\"acl\",\"entries\":["
+		 "{\"match\":{\"outer.l4.sport\":1},\"values\":[1]}]},"
+		 "{\"op\":\"add\",\"pipe\":\"fw\",\"entries\":["
+		 "{\"match\":{\"outer.l4.dport\":80},\"fwd\":\"drop\"},"
+		 "{\"match\":{\"outer.l4.dport\":80},\"fwd\":\"drop\"}]}]}");
+	cr_expect(json_is_false(json_object_get(r, "ok")));
+	json_decref(r);
+	cr_expect_eq(count("fw"), 1, "fw unchanged");
+	cr_expect_eq(count("acl"), 0, "acl unchanged");
+
+	/* bad op kinds and keys */
+	r = call("{\"cmd\":\"entries.batch\",\"ops\":[{\"op\":\"swap\","
+		 "\"pipe\":\"fw\",\"entries\":[]}]}");
+	cr_expect_str_eq(json_string_value(json_object_get(r, "field")),
+			 "ops[0].op");
+	json_decref(r);
+	r = call("{\"cmd\":\"entries.batch\",\"ops\":[{\"op\":\"add\","
+		 "\"pipe\":\"nope\",\"entries\":[]}]}");
+	cr_expect_str_eq(json_string_value(json_object_get(r, "field")),
+			 "ops[0].pipe");
+	json_decref(r);
+	r = call("{\"cmd\":\"entries.batch\",\"ops\":[]}");
+	cr_expect_str_eq(json_string_value(json_object_get(r, "field")), "ops");
+	json_decref(r);
+
+	/* the good batch: both pipes change, one batch */
+	r = ok(
+	    "{\"cmd\":\"entries.batch\",\"ops\":["
+	    "{\"op\":\"add\",\"pipe\":\"fw\",\"entries\":["
+	    "{\"match\":{\"outer.l4.dport\":80},\"fwd\":{\"port\":\"web\"}}]},"
+	    "{\"op\":\"rm\",\"pipe\":\"fw\",\"entries\":["
+	    "{\"match\":{\"outer.l4.dport\":22}}]},"
+	    "{\"op\":\"add\",\"pipe\":\"acl\",\"entries\":["
+	    "{\"match\":{\"outer.l4.sport\":1},\"values\":[1]}]}]}");
+	cr_expect_eq(json_integer_value(json_object_get(r, "ops")), 3);
+	cr_expect_eq(json_integer_value(json_object_get(r, "entries")), 3);
+	json_decref(r);
+	cr_expect_eq((unsigned)batches, b0 + 1, "one batch");
+	cr_expect_eq(count("fw"), 1);
+	cr_expect_eq(count("acl"), 1);
+	cr_expect_eq(send_to(80, 2), 2, "the added entry forwards");
+}

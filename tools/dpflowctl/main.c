@@ -30,7 +30,10 @@ static const char *const usage_main =
     "commands:\n"
     "  ports [--json]                 ports, their root pipes and counters\n"
     "  pipes [--json]                 pipes: type, entries, forwarding\n"
-    "  entries list|add|rm PIPE ...   a pipe's entries (entries --help)\n"
+    "  entries list|add|rm|update PIPE ...\n"
+    "                                 a pipe's entries (entries --help)\n"
+    "  batch FILE                     adds, removals and updates over\n"
+    "                                 pipes as one batch (batch --help)\n"
     "  counters [--json]              port, pipe, drop and shared counters\n"
     "  workers [--json]               per-worker counters\n"
     "  dump [--dot]                   the pipe graph as text or Graphviz "
@@ -44,6 +47,7 @@ static const char *const usage_entries =
     "usage: dpflowctl entries list PIPE [--json]\n"
     "       dpflowctl entries add PIPE ENTRY... | --file FILE\n"
     "       dpflowctl entries rm PIPE ENTRY... | --slot N... | --file FILE\n"
+    "       dpflowctl entries update PIPE ENTRY... | --file FILE\n"
     "\n"
     "An ENTRY is YAML or JSON text of one entry as a config writes it\n"
     "(docs/config.md, Entries), e.g.\n"
@@ -51,12 +55,25 @@ static const char *const usage_entries =
     "FILE holds a list of entries (YAML or JSON), or a mapping whose\n"
     "'entries' key holds one. `entries rm` finds entries by their match\n"
     "(and 'priority' when given; other keys are ignored) or by --slot, the\n"
-    "slot `entries list` shows.\n"
+    "slot `entries list` shows. `entries update` finds each entry by its\n"
+    "match and gives it the rest of ENTRY (actions, values, forwarding);\n"
+    "packets see the old entry or the new one, never neither.\n"
     "\n"
     "Entries go to the server in requests of at most 10000; each request\n"
     "is applied all or nothing, so a file of more entries that fails\n"
     "part-way leaves the earlier requests applied (dpflowctl says how\n"
     "many).\n";
+
+static const char *const usage_batch =
+    "usage: dpflowctl batch FILE\n"
+    "\n"
+    "FILE (YAML or JSON, - for standard input) holds a list of ops:\n"
+    "  - {op: add, pipe: P, entries: [ENTRY, ...]}\n"
+    "  - {op: rm, pipe: P, entries: [{match: ...} or {slot: N}, ...]}\n"
+    "  - {op: update, pipe: P, entries: [ENTRY, ...]}\n"
+    "All of them are applied as one batch, in one request (at most 100000\n"
+    "entries): a packet sees every op of it or none, and an error in any\n"
+    "op changes nothing.\n";
 
 static const char *const usage_top =
     "usage: dpflowctl top [--once | --count N] [--interval SECONDS]\n"
@@ -436,7 +453,9 @@ static json_t *gather(const char *file, char **args, int n_args)
 static int send_batches(const char *cmd, const char *pipe, json_t *list)
 {
 	size_t n = json_array_size(list), done = 0;
-	const char *verb = strcmp(cmd, "entries.add") ? "removed" : "added";
+	const char *verb = !strcmp(cmd, "entries.add")	? "added"
+			   : !strcmp(cmd, "entries.rm") ? "removed"
+							: "updated";
 
 	while (done < n || n == 0) {
 		size_t k = n - done < BATCH ? n - done : BATCH;
@@ -471,7 +490,10 @@ static int send_batches(const char *cmd, const char *pipe, json_t *list)
 			break;
 	}
 	printf("%s %zu entr%s %s pipe %s\n", verb, n, n == 1 ? "y" : "ies",
-	       strcmp(verb, "added") ? "from" : "to", pipe);
+	       !strcmp(verb, "added")	  ? "to"
+	       : !strcmp(verb, "removed") ? "from"
+					  : "of",
+	       pipe);
 	return 0;
 }
 
@@ -484,10 +506,12 @@ static int cmd_entries(int argc, char **argv)
 
 	if (argc < 2 || is_help(argv[1]))
 		return usage(usage_entries,
-			     argc < 2 ? "which: list, add or rm?" : NULL);
+			     argc < 2 ? "which: list, add, rm or update?"
+				      : NULL);
 	sub = argv[1];
-	if (strcmp(sub, "list") && strcmp(sub, "add") && strcmp(sub, "rm"))
-		return usage(usage_entries, "expected list, add or rm");
+	if (strcmp(sub, "list") && strcmp(sub, "add") && strcmp(sub, "rm") &&
+	    strcmp(sub, "update"))
+		return usage(usage_entries, "expected list, add, rm or update");
 	for (int i = 2; i < argc; i++)
 		if (is_help(argv[i]))
 			return usage(usage_entries, NULL);
@@ -538,10 +562,46 @@ static int cmd_entries(int argc, char **argv)
 		if (!list)
 			return EXIT_FAIL;
 	}
-	rc = send_batches(strcmp(sub, "add") ? "entries.rm" : "entries.add",
+	rc = send_batches(!strcmp(sub, "add")  ? "entries.add"
+			  : !strcmp(sub, "rm") ? "entries.rm"
+					       : "entries.update",
 			  pipe, list);
 	json_decref(list);
 	return rc;
+}
+
+/* `batch FILE`: the ops of FILE in one entries.batch request. */
+static int cmd_batch(int argc, char **argv)
+{
+	char why[256];
+	size_t len;
+	char *text;
+	json_t *ops, *reply;
+
+	if (argc != 2 || is_help(argv[1]))
+		return usage(usage_batch,
+			     argc == 2 ? NULL : "batch takes one FILE");
+	text = read_file(argv[1], &len);
+	if (!text)
+		return EXIT_FAIL;
+	ops = yaml_to_json(text, len, argv[1], why, sizeof(why));
+	free(text);
+	if (!ops || !json_is_array(ops)) {
+		fprintf(stderr, "dpflowctl: %s\n",
+			ops ? "expected a list of ops" : why);
+		json_decref(ops);
+		return EXIT_FAIL;
+	}
+	reply = client_call(
+	    json_pack("{s:s,s:o}", "cmd", "entries.batch", "ops", ops));
+	if (!reply)
+		return EXIT_FAIL;
+	printf(
+	    "applied %lld ops, %lld entries, as one batch\n",
+	    (long long)json_integer_value(json_object_get(reply, "ops")),
+	    (long long)json_integer_value(json_object_get(reply, "entries")));
+	json_decref(reply);
+	return 0;
 }
 
 /* ---- top ----------------------------------------------------------------
@@ -768,7 +828,7 @@ int main(int argc, char **argv)
 							 : show_workers);
 	}
 	if (strcmp(cmd, "entries") && strcmp(cmd, "dump") &&
-	    strcmp(cmd, "top")) {
+	    strcmp(cmd, "top") && strcmp(cmd, "batch")) {
 		fprintf(stderr, "dpflowctl: unknown command '%s'\n\n", cmd);
 		fputs(usage_main, stderr);
 		return EXIT_USAGE;
@@ -777,5 +837,7 @@ int main(int argc, char **argv)
 		return cmd_entries(argc, argv);
 	if (!strcmp(cmd, "dump"))
 		return cmd_dump(argc, argv);
+	if (!strcmp(cmd, "batch"))
+		return cmd_batch(argc, argv);
 	return cmd_top(argc, argv);
 }
