@@ -33,7 +33,7 @@
 #define RT_BURST_DEFAULT   32
 #define RT_HANDOFF_DEFAULT 1024
 /* empty passes before a worker naps RT_NAP_NS at a time */
-#define RT_IDLE_POLLS 1024
+#define RT_IDLE_POLLS 64
 #define RT_NAP_NS     20000
 /* receive queues one worker may own */
 #define RT_RXQ_MAX 256

@@ -15,6 +15,7 @@
  * counters; what the GPU target cannot run yet is refused at start with
  * the pipe and the feature named.
  */
+#define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -22,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dpflow/config.h"
 #include "dpflow/dpflow.h"
@@ -41,6 +44,8 @@
 /* empty polls of every port before the loop naps RUN_NAP_NS at a time */
 #define RUN_IDLE_POLLS 1024
 #define RUN_NAP_NS     20000
+/* the control thread's nice value once the workers run */
+#define RUN_CTL_NICE 10
 
 static const struct timespec run_nap = {0, RUN_NAP_NS};
 /* the control thread's pace while workers run */
@@ -290,6 +295,11 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 		return -EINVAL;
 	}
 	st->rt = rt;
+	/* control work (a batch of 10k entries parses for a while) yields
+	 * to the workers where they share cores */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), RUN_CTL_NICE))
+		fprintf(stderr, "dpflow run: control thread priority: %s\n",
+			strerror(errno));
 	if (open_ctl(st, NULL)) {
 		dpflow_rt_stop(rt);
 		return -EINVAL;
