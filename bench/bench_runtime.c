@@ -21,8 +21,11 @@
  * The runtime rows' peer is the engine row: the ratio is what the
  * runtime's loop (and, with more workers, the handoff) costs or gains.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,7 @@ struct rt_opts {
 	unsigned trials;
 	unsigned workers[8];
 	unsigned n_workers;
+	int cpu; /* -1: no pinning */
 };
 
 struct rt_bench {
@@ -63,7 +67,9 @@ static void usage(FILE *out)
 		"  --flows N    entries (default 1048576)\n"
 		"  --pkts N     packets in flight (default 131072)\n"
 		"  --seconds S  per trial (default 1)\n"
-		"  --trials N   best of N (default 3)\n");
+		"  --trials N   best of N (default 3)\n"
+		"  --cpu C      pin the engine loop to CPU C and worker i to\n"
+		"               CPU C + i (default: no pinning)\n");
 }
 
 static uint64_t pipe_pkts(const struct rt_bench *b)
@@ -197,9 +203,11 @@ static uint64_t engine_trial(struct rt_bench *b, double seconds,
 }
 
 /* One trial of the runtime with @workers workers. */
-static int runtime_trial(struct rt_bench *b, unsigned workers, double seconds,
-			 uint64_t *pkts, uint64_t *ticks, uint64_t *drops)
+static int runtime_trial(struct rt_bench *b, unsigned workers, int cpu,
+			 double seconds, uint64_t *pkts, uint64_t *ticks,
+			 uint64_t *drops)
 {
+	int cpus[DPFLOW_WORKERS_MAX];
 	struct dpflow_rt_cfg cfg = {0};
 	struct dpflow_error err = {0};
 	struct dpflow_rt *rt;
@@ -210,6 +218,11 @@ static int runtime_trial(struct rt_bench *b, unsigned workers, double seconds,
 
 	cfg.workers = (uint16_t)workers;
 	cfg.handoff_size = 4096;
+	if (cpu >= 0) {
+		for (unsigned w = 0; w < workers && w < DPFLOW_WORKERS_MAX; w++)
+			cpus[w] = cpu + (int)w;
+		cfg.cpus = cpus;
+	}
 	rt = dpflow_rt_create(b->ctx, &cfg, &err);
 	if (!rt || dpflow_rt_start(rt, &err)) {
 		fprintf(stderr, "bench runtime: %s\n", err.msg);
@@ -260,6 +273,7 @@ static int parse_opts(int argc, char **argv, struct rt_opts *o)
 	    {"workers", required_argument, NULL, 'w'},
 	    {"seconds", required_argument, NULL, 's'},
 	    {"trials", required_argument, NULL, 't'},
+	    {"cpu", required_argument, NULL, 'c'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -273,6 +287,7 @@ static int parse_opts(int argc, char **argv, struct rt_opts *o)
 	o->workers[0] = 1;
 	o->workers[1] = 2;
 	o->n_workers = 2;
+	o->cpu = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		unsigned long v;
@@ -335,6 +350,17 @@ static int parse_opts(int argc, char **argv, struct rt_opts *o)
 			}
 			o->trials = (unsigned)v;
 			break;
+		case 'c':
+			v = strtoul(optarg, &end, 10);
+			if (*end || v > 4095) {
+				fprintf(stderr,
+					"bench runtime: --cpu '%s': a CPU "
+					"number\n",
+					optarg);
+				return 2;
+			}
+			o->cpu = (int)v;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -359,6 +385,17 @@ int bench_runtime(int argc, char **argv)
 
 	if (rc)
 		return rc == 1 ? 0 : rc;
+	if (o.cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(o.cpu, &set);
+		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set)) {
+			fprintf(stderr, "bench runtime: --cpu %d: cannot pin\n",
+				o.cpu);
+			return 2;
+		}
+	}
 	if (setup(&b, &o)) {
 		dpflow_ctx_destroy(b.ctx);
 		return 1;
@@ -381,8 +418,8 @@ int bench_runtime(int argc, char **argv)
 		for (unsigned t = 0; t < o.trials; t++) {
 			uint64_t n, ticks, d;
 
-			if (runtime_trial(&b, o.workers[i], o.seconds, &n,
-					  &ticks, &d)) {
+			if (runtime_trial(&b, o.workers[i], o.cpu, o.seconds,
+					  &n, &ticks, &d)) {
 				dpflow_ctx_destroy(b.ctx);
 				return 1;
 			}

@@ -47,12 +47,25 @@ extern "C" {
 
 struct dpflow_rt;
 
+/* Who decides a packet's worker (dpflow_rt_cfg.rss). */
+enum dpflow_rt_rss {
+	DPFLOW_RT_RSS_SOFT = 0, /* dpflow's symmetric Toeplitz hash; packets
+				   handed between workers (the default) */
+	DPFLOW_RT_RSS_PORT,	/* the port's own spreading: a packet is run
+				   by the worker of the queue it came on, no
+				   hash, no handoff (for ports whose queues
+				   already keep a flow's two directions on
+				   one queue index: AF_PACKET fanout, a NIC
+				   with a symmetric RSS key) */
+};
+
 struct dpflow_rt_cfg {
 	uint16_t workers; /* 1..DPFLOW_WORKERS_MAX; 0: 1 */
 	const int *cpus;  /* NULL: no pinning; else cpus[w] for worker w */
 	bool rss_key_set; /* use @rss_key; else a random key */
 	uint8_t rss_key[DPFLOW_RSS_KEY_LEN];
 	uint16_t burst;	       /* packets per receive burst; 0: 32 */
+	uint8_t rss;	       /* enum dpflow_rt_rss */
 	uint32_t handoff_size; /* slots of each handoff ring, power of 2;
 				  0: 1024 */
 };

@@ -67,6 +67,7 @@ struct dpflow_rt {
 	struct dpflow_pool *pool;
 	unsigned n_workers;
 	uint16_t burst;
+	bool soft_rss; /* hash and hand over (else: the port's queues) */
 	uint8_t key[DPFLOW_RSS_KEY_LEN];
 	uint8_t reta[DPFLOW_RSS_RETA_LEN];
 	struct rss_table *rss;
@@ -123,7 +124,7 @@ static void dispatch(struct rt_worker *w, uint16_t port, uint32_t *idx,
 	unsigned nw = rt->n_workers;
 	uint16_t n_own = 0;
 
-	if (nw == 1) {
+	if (!rt->soft_rss) {
 		dpflow_ctx_process_burst(rt->ctx, port, idx, n);
 		ctr_add(&w->st.pkts, n);
 		return;
@@ -170,6 +171,8 @@ static unsigned drain_handoffs(struct rt_worker *w)
 	unsigned nw = rt->n_workers, total = 0;
 	uint32_t idx[DPFLOW_BURST_MAX];
 
+	if (!rt->soft_rss)
+		return 0;
 	for (unsigned from = 0; from < nw; from++) {
 		struct dpflow_ring *r;
 		unsigned k;
@@ -230,7 +233,7 @@ static void *worker_main(void *arg)
 			uint32_t idx[DPFLOW_BURST_MAX];
 			uint16_t n;
 
-			if (rt->n_workers > 1 && !handoff_room(w)) {
+			if (rt->soft_rss && !handoff_room(w)) {
 				ctr_add(&w->st.handoff_waits, 1);
 				break;
 			}
@@ -310,7 +313,7 @@ static int rings_create(struct dpflow_rt *rt, uint32_t size,
 {
 	unsigned nw = rt->n_workers;
 
-	if (nw == 1)
+	if (!rt->soft_rss)
 		return 0;
 	rt->ring = calloc((size_t)nw * nw, sizeof(*rt->ring));
 	if (!rt->ring)
@@ -355,6 +358,11 @@ struct dpflow_rt *dpflow_rt_create(struct dpflow_ctx *ctx,
 				 cfg->burst, DPFLOW_BURST_MAX);
 		return NULL;
 	}
+	if (cfg->rss > DPFLOW_RT_RSS_PORT) {
+		dpflow_error_set(err, EINVAL, "rss",
+				 "rss mode %u: soft or port", cfg->rss);
+		return NULL;
+	}
 	hsize = cfg->handoff_size ? cfg->handoff_size : RT_HANDOFF_DEFAULT;
 	if (hsize < 64 || hsize > (1u << 20) || (hsize & (hsize - 1))) {
 		dpflow_error_set(err, EINVAL, "handoff_size",
@@ -370,6 +378,7 @@ struct dpflow_rt *dpflow_rt_create(struct dpflow_ctx *ctx,
 	rt->pool = dpflow_ctx_pool(ctx);
 	rt->n_workers = cfg->workers ? cfg->workers : 1;
 	rt->burst = cfg->burst ? cfg->burst : RT_BURST_DEFAULT;
+	rt->soft_rss = rt->n_workers > 1 && cfg->rss == DPFLOW_RT_RSS_SOFT;
 	if (cfg->rss_key_set)
 		memcpy(rt->key, cfg->rss_key, sizeof(rt->key));
 	else if (getrandom(rt->key, sizeof(rt->key), 0) !=

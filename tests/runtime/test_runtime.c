@@ -321,3 +321,37 @@ Test(runtime, bad_configs_refused)
 	cr_expect_str_eq(err.field, "burst");
 	dpflow_ctx_destroy(ctx);
 }
+
+/* rss=port: each packet is run by the worker of its queue (the ring port
+ * has one: worker 0), nothing is hashed or handed over. */
+Test(runtime, port_rss_runs_packets_where_they_arrive)
+{
+	struct dpflow_ctx *ctx = ctx_new();
+	struct dpflow_rt_cfg cfg = {0};
+	struct dpflow_error err = {0};
+	struct dpflow_rt *rt;
+	struct dpflow_worker_stats s0, s1;
+	struct timespec ts = {0, 1000000};
+
+	cfg.workers = 2;
+	cfg.rss = DPFLOW_RT_RSS_PORT;
+	load_traffic(ctx);
+	rt = dpflow_rt_create(ctx, &cfg, &err);
+	cr_assert_not_null(rt, "%s", err.msg);
+	cr_assert_eq(dpflow_rt_start(rt, &err), 0, "%s", err.msg);
+	for (unsigned i = 0; i < 10000 && seen_now() < TOTAL; i++)
+		nanosleep(&ts, NULL);
+	dpflow_rt_stop(rt);
+	dpflow_rt_worker_stats(rt, 0, &s0);
+	dpflow_rt_worker_stats(rt, 1, &s1);
+	cr_expect_eq(rec.seen, TOTAL);
+	cr_expect_eq(s0.pkts, TOTAL, "worker 0 ran %lu",
+		     (unsigned long)s0.pkts);
+	cr_expect_eq(s1.pkts + s0.handoff_out + s1.handoff_out, 0);
+	cr_expect_eq(rec.n_threads, 1);
+	dpflow_rt_destroy(rt);
+	cfg.rss = 7;
+	cr_expect_null(dpflow_rt_create(ctx, &cfg, &err));
+	cr_expect_str_eq(err.field, "rss");
+	dpflow_ctx_destroy(ctx);
+}

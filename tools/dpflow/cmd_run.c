@@ -513,7 +513,9 @@ static void usage(FILE *out)
 	fprintf(
 	    out,
 	    "usage: dpflow run CONFIG.yaml [--target cpu|gpu] [--workers N]\n"
-	    "                  [--cpus LIST] [--rss-key HEX] [--duration S]\n"
+	    "                  [--cpus LIST] [--rss soft|port] [--rss-key "
+	    "HEX]\n"
+	    "                  [--duration S]\n"
 	    "                  [--control PATH] [--metrics ADDR:PORT]\n"
 	    "                  [--pool N]\n"
 	    "\n"
@@ -525,6 +527,10 @@ static void usage(FILE *out)
 	    "                at most 64); flows spread by symmetric RSS\n"
 	    "  --cpus LIST   pin worker i to the i-th CPU of LIST (0,2,4 or\n"
 	    "                2-5); at least one CPU per worker\n"
+	    "  --rss MODE    soft (default): dpflow's symmetric hash picks\n"
+	    "                each packet's worker, handing packets over;\n"
+	    "                port: the worker of the queue it came on (ports\n"
+	    "                whose queues keep both directions together)\n"
 	    "  --rss-key HEX the 40-byte Toeplitz key (80 hex digits);\n"
 	    "                default: random at start\n"
 	    "  --control P   serve the control socket at P (dpflowctl; the\n"
@@ -603,6 +609,7 @@ int cmd_run(int argc, char **argv)
 	    {"workers", required_argument, NULL, 'w'},
 	    {"cpus", required_argument, NULL, 'c'},
 	    {"rss-key", required_argument, NULL, 'k'},
+	    {"rss", required_argument, NULL, 'r'},
 	    {"metrics", required_argument, NULL, 'm'},
 	    {"control", required_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
@@ -706,6 +713,17 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'm':
 			metrics_addr = optarg;
+			break;
+		case 'r':
+			if (!strcmp(optarg, "port")) {
+				rcfg.rss = DPFLOW_RT_RSS_PORT;
+			} else if (strcmp(optarg, "soft")) {
+				fprintf(stderr,
+					"dpflow run: --rss '%s': expected soft "
+					"or port\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'C':
 			ctl_path = optarg;
