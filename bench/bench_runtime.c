@@ -380,11 +380,13 @@ int bench_runtime(int argc, char **argv)
 {
 	struct rt_opts o;
 	struct rt_bench b = {0};
-	struct bench_best eng = {0};
+	struct bench_best eng = {0}, best[8];
+	uint64_t drops[8] = {0};
 	int rc = parse_opts(argc, argv, &o);
 
 	if (rc)
 		return rc == 1 ? 0 : rc;
+	memset(best, 0, sizeof(best));
 	if (o.cpu >= 0) {
 		cpu_set_t set;
 
@@ -403,35 +405,35 @@ int bench_runtime(int argc, char **argv)
 	printf("# exact-1m pipe, %u entries, %u packets circling a ring:lp,"
 	       "loop port; best of %u trials of %.2f s\n",
 	       o.flows, o.pkts, o.trials, o.seconds);
+	/* taking turns, engine then each worker count, trial after trial:
+	 * what the machine does meanwhile falls on every row alike */
 	for (unsigned t = 0; t < o.trials; t++) {
 		uint64_t ticks, n = engine_trial(&b, o.seconds, &ticks);
 
 		bench_best_keep(&eng, n, ticks);
-	}
-	bench_report_header();
-	bench_report_best("runtime", "engine-ring-loop", &eng, NULL, NULL, 64);
-	for (unsigned i = 0; i < o.n_workers; i++) {
-		struct bench_best best = {0};
-		uint64_t drops = 0;
-		char variant[32];
-
-		for (unsigned t = 0; t < o.trials; t++) {
-			uint64_t n, ticks, d;
+		for (unsigned i = 0; i < o.n_workers; i++) {
+			uint64_t d;
 
 			if (runtime_trial(&b, o.workers[i], o.cpu, o.seconds,
 					  &n, &ticks, &d)) {
 				dpflow_ctx_destroy(b.ctx);
 				return 1;
 			}
-			bench_best_keep(&best, n, ticks);
-			drops += d;
+			bench_best_keep(&best[i], n, ticks);
+			drops[i] += d;
 		}
+	}
+	bench_report_header();
+	bench_report_best("runtime", "engine-ring-loop", &eng, NULL, NULL, 64);
+	for (unsigned i = 0; i < o.n_workers; i++) {
+		char variant[32];
+
 		snprintf(variant, sizeof(variant), "runtime-%uw", o.workers[i]);
-		report(variant, &best, o.workers[i], &eng);
-		if (drops)
+		report(variant, &best[i], o.workers[i], &eng);
+		if (drops[i])
 			printf("# %s: %llu packets dropped at handoff (a full "
 			       "ring)\n",
-			       variant, (unsigned long long)drops);
+			       variant, (unsigned long long)drops[i]);
 	}
 	dpflow_ctx_destroy(b.ctx);
 	return 0;

@@ -225,9 +225,8 @@ static void *worker_main(void *arg)
 	dpflow_ctx_thread_online(rt->ctx);
 	dpflow_ctx_thread_tx_queue(rt->ctx, (uint16_t)w->id);
 	while (!__atomic_load_n(&rt->stop, __ATOMIC_ACQUIRE)) {
-		bool exhausted = inputs_exhausted(w);
 		unsigned got = 0;
-		uint64_t t0 = dpflow_clock_ns();
+		uint64_t t0 = dpflow_tsc();
 
 		for (unsigned i = 0; i < w->n_rxq; i++) {
 			uint32_t idx[DPFLOW_BURST_MAX];
@@ -249,12 +248,15 @@ static void *worker_main(void *arg)
 		got += drain_handoffs(w);
 		dpflow_ctx_quiescent(rt->ctx);
 		if (got) {
-			ctr_add(&w->st.busy_ns, dpflow_clock_ns() - t0);
+			/* TSC ticks here; nanoseconds when read */
+			ctr_add(&w->st.busy_ns, dpflow_tsc() - t0);
 			__atomic_store_n(&w->idle, false, __ATOMIC_RELEASE);
 			idle = 0;
 			continue;
 		}
-		if (exhausted)
+		/* nothing this pass: a finite input ends on the receiving
+		 * thread, so a port done now has nothing more for us */
+		if (inputs_exhausted(w))
 			__atomic_store_n(&w->idle, true, __ATOMIC_RELEASE);
 		ctr_add(&w->st.idle_polls, 1);
 		/* live ports: after a run of empty polls, nap briefly
@@ -531,7 +533,7 @@ int dpflow_rt_worker_stats(const struct dpflow_rt *rt, unsigned worker,
 	s->handoff_drops = ctr_read(&w->handoff_drops);
 	s->handoff_waits = ctr_read(&w->handoff_waits);
 	s->idle_polls = ctr_read(&w->idle_polls);
-	s->busy_ns = ctr_read(&w->busy_ns);
+	s->busy_ns = dpflow_tsc_to_ns(ctr_read(&w->busy_ns));
 	s->cpu = w->cpu;
 	return 0;
 }
