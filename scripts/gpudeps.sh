@@ -1,7 +1,8 @@
 #!/bin/sh
 # Unpack the Debian packages a bare CUDA machine lacks (libpcap, libyaml,
-# liburcu, pkgconf) into .gpudeps/root, so that tests/gpu/run.sh can build
-# and run there. Run on a Debian 12 machine with apt; nothing is installed.
+# liburcu, jansson, libmicrohttpd, libxdp, libbpf, pkgconf) into
+# .gpudeps/root, so that tests/gpu/run.sh can build and run there. Run on
+# a Debian 12 machine with apt; nothing is installed.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 D=$ROOT/.gpudeps
@@ -9,7 +10,9 @@ mkdir -p "$D/debs" "$D/root"
 cd "$D/debs"
 apt-get download libpcap0.8 libpcap0.8-dev libyaml-0-2 libyaml-dev \
 	liburcu8 liburcu-dev pkgconf pkgconf-bin libpkgconf3 \
-	libdbus-1-dev libdbus-1-3 >/dev/null
+	libdbus-1-dev libdbus-1-3 libjansson4 libjansson-dev libmicrohttpd12 \
+	libmicrohttpd-dev libxdp1 libxdp-dev libbpf1 libbpf-dev libelf1 \
+	libzstd1 >/dev/null
 for f in *.deb; do dpkg -x "$f" "$D/root"; done
 # merged-/usr packages (libdbus) put their libraries in /lib: one place
 if [ -d "$D/root/lib/x86_64-linux-gnu" ]; then
