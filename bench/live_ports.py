@@ -2,12 +2,12 @@
 """Forwarding rate of `dpflow run` between veths, per port kind and workers.
 
 usage: live_ports.py DPFLOW [--kinds afpacket,afxdp] [--workers 1,2]
-                            [--seconds S] [--flows N]
+                            [--seconds S] [--flows N] [--rss soft|port]
 
-Three namespaces made here: A runs a blaster (`dpflow run` with an
+Three namespaces made here: A runs a blaster (`dpflow run`, one worker, with an
 in-memory `gen:` port, 64-byte UDP frames of N flows, sent out of a0 by a
 port of the kind measured), M runs the dpflow under test (ports on a1 and
-b1 of that kind, W queues each, --workers W), B receives on b0 (its stack
+b1 of that kind, W queues each, --workers W, --rss as given), B receives on b0 (its stack
 drops the frames). The pipeline in M: an exact-match pipe on the outer
 5-tuple with a counter (1024 entries that the traffic does not hit: every
 packet is looked up and forwarded to b1 by the miss), as
@@ -97,7 +97,7 @@ def scrape(ns):
     return (int(m.group(1)) if m else None), d, time.monotonic()
 
 
-def measure(dpflow, kind, workers, seconds, flows, tmp):
+def measure(dpflow, kind, workers, seconds, flows, rss, tmp):
     procs = []
     try:
         setup(workers)
@@ -110,22 +110,22 @@ def measure(dpflow, kind, workers, seconds, flows, tmp):
         blast = os.path.join(tmp, "blast.yaml")
         with open(blast, "w") as f:
             f.write("ports:\n  - {name: in, uri: 'gen:default,loop,"
-                    "flows=%d,size=64,mix=udp:100,queues=%d'}\n"
+                    "flows=%d,size=64,mix=udp:100'}\n"
                     "  - {name: out, uri: '%s:a0%s'}\n"
-                    % (flows, workers, kind,
+                    % (flows, kind,
                        ",qdisc_bypass" if kind == "afpacket" else ""))
             f.write("pipes:\n  - {name: tx, type: basic, root: in, match: "
                     "[outer.ip.proto], miss: {port: out}}\n")
         mproc = subprocess.Popen(
             ["ip", "netns", "exec", NS_M, dpflow, "run", mid, "--workers",
-             str(workers), "--metrics", METRICS, "--duration",
+             str(workers), "--rss", rss, "--metrics", METRICS, "--duration",
              str(seconds + 20)], stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         procs.append(mproc)
         time.sleep(1.0)
         bproc = subprocess.Popen(
-            ["ip", "netns", "exec", NS_A, dpflow, "run", blast, "--workers",
-             str(workers), "--duration", str(seconds + 10)],
+            ["ip", "netns", "exec", NS_A, dpflow, "run", blast,
+             "--duration", str(seconds + 10)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append(bproc)
         time.sleep(1.5)  # warm up
@@ -148,7 +148,7 @@ def measure(dpflow, kind, workers, seconds, flows, tmp):
         teardown(procs)
 
 
-def in_memory(dpflow, workers, flows, tmp):
+def in_memory(dpflow, workers, flows, rss, tmp):
     cfg = os.path.join(tmp, "mem.yaml")
     count = 10000000 * workers
     with open(cfg, "w") as f:
@@ -157,7 +157,8 @@ def in_memory(dpflow, workers, flows, tmp):
                 "  - {name: out, uri: 'null:'}\n" % (count, flows, workers))
         f.write(PIPE % entries())
     t0 = time.monotonic()
-    r = subprocess.run([dpflow, "run", cfg, "--workers", str(workers)],
+    r = subprocess.run([dpflow, "run", cfg, "--workers", str(workers),
+                        "--rss", rss],
                        capture_output=True, text=True, timeout=120)
     t = time.monotonic() - t0
     m = re.search(r"^\s+fwd\s+basic\s+(\d+) pkts", r.stdout, re.M)
@@ -171,6 +172,7 @@ def main():
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--flows", type=int, default=1024)
+    ap.add_argument("--rss", default="soft", choices=("soft", "port"))
     a = ap.parse_args()
     if os.geteuid() != 0 or shutil.which("ip") is None:
         print("live_ports: needs root and iproute2", file=sys.stderr)
@@ -180,17 +182,19 @@ def main():
     try:
         for kind in a.kinds.split(","):
             for w in (int(x) for x in a.workers.split(",")):
-                r = measure(a.dpflow, kind, w, a.seconds, a.flows, tmp)
+                r = measure(a.dpflow, kind, w, a.seconds, a.flows, a.rss,
+                            tmp)
                 if r:
                     rows.append((kind, w, r))
-                    print("%-9s %d worker(s): %6.2f Mpps forwarded, "
+                    print("%-9s %d worker(s), rss %s: %6.2f Mpps forwarded, "
                           "blaster sent %d, kernel drops at M %d"
-                          % (kind, w, r["mpps"], r["blaster_pkts"],
+                          % (kind, w, a.rss, r["mpps"], r["blaster_pkts"],
                              r["drops"]), flush=True)
         for w in (int(x) for x in a.workers.split(",")):
-            mpps = in_memory(a.dpflow, w, a.flows, tmp)
-            print("gen->null %d worker(s): %6.2f Mpps (same pipeline, in "
-                  "memory, config load included)" % (w, mpps or 0),
+            mpps = in_memory(a.dpflow, w, a.flows, a.rss, tmp)
+            print("gen->null %d worker(s), rss %s: %6.2f Mpps (same "
+                  "pipeline, in "
+                  "memory, config load included)" % (w, a.rss, mpps or 0),
                   flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
