@@ -3,15 +3,16 @@
 # Idempotent: a no-op when everything is present; `apt-get update` runs at
 # most once, and only when something is missing. Needs root to install.
 #   scripts/deps.sh          build, test, demo
-#   scripts/deps.sh --bench  also the benchmark peers (DPDK)
+#   scripts/deps.sh --bench  the same (the benchmark peers' DPDK is now in
+#                            the default list)
 set -eu
 
+# libdpdk-dev: the dpdk: port (lib/io/port_dpdk.c), which `make test` checks
+# on virtual devices (tests/dpdk), and the benchmarks' DPDK peers.
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
 libcriterion-dev libpcap-dev liburcu-dev libyaml-dev libjansson-dev
-libmicrohttpd-dev libxdp-dev libbpf-dev tshark python3 python3-scapy curl"
-if [ "${1:-}" = "--bench" ]; then
-	PKGS="$PKGS libdpdk-dev"
-fi
+libmicrohttpd-dev libxdp-dev libbpf-dev tshark python3 python3-scapy curl
+libdpdk-dev"
 
 missing=""
 for p in $PKGS; do

@@ -191,8 +191,7 @@ static void render_workers(FILE *f, struct dpflow_rt *rt)
 	    "Packets handed to other workers by RSS.",
 	    "Packets taken from other workers.",
 	    "Packets dropped because a handoff ring was full.",
-	    "Passes that left the receive queues alone: a handoff ring was "
-	    "full.",
+	    "Passes that left the receive queues alone (a handoff ring full).",
 	    "Time spent on bursts that had packets."};
 	unsigned n = dpflow_rt_workers(rt);
 

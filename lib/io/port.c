@@ -22,6 +22,9 @@ static const struct dpflow_port_ops *const backends[] = {
     &dpflow_port_afxdp_ops,
     &dpflow_port_gen_ops,
     &dpflow_port_null_ops,
+#ifdef DPFLOW_HAVE_DPDK
+    &dpflow_port_dpdk_ops,
+#endif
 };
 
 /* Port ids: the lowest free one, so ids follow the order of opening. */
@@ -166,6 +169,15 @@ struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool, const char *uri,
 	if (parse_uri(buf, &kind, &args, err) < 0)
 		goto err_buf;
 	ops = find_backend(kind);
+#ifndef DPFLOW_HAVE_DPDK
+	if (!ops && !strcmp(kind, "dpdk")) {
+		dpflow_error_set(err, ENOTSUP, "kind",
+				 "'%s': this dpflow was built without DPDK "
+				 "(libdpdk-dev)",
+				 uri);
+		goto err_buf;
+	}
+#endif
 	if (!ops) {
 		dpflow_error_set(err, EINVAL, "kind",
 				 "unknown port kind '%s' in '%s' (known: pcap, "

@@ -418,16 +418,16 @@ afx_log(const char *lib, const char *fmt, va_list ap)
 	DPFLOW_LOG_DEBUG("afxdp", "%s: %s", lib, line);
 }
 
-static int afx_libbpf_print(enum libbpf_print_level level, const char *fmt,
-			    va_list ap)
+static int __attribute__((format(printf, 2, 0)))
+afx_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	(void)level;
 	afx_log("libbpf", fmt, ap);
 	return 0;
 }
 
-static int afx_libxdp_print(enum libxdp_print_level level, const char *fmt,
-			    va_list ap)
+static int __attribute__((format(printf, 2, 0)))
+afx_libxdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
 {
 	(void)level;
 	afx_log("libxdp", fmt, ap);

@@ -143,6 +143,9 @@ extern const struct dpflow_port_ops dpflow_port_afpacket_ops;
 extern const struct dpflow_port_ops dpflow_port_afxdp_ops;
 extern const struct dpflow_port_ops dpflow_port_gen_ops;
 extern const struct dpflow_port_ops dpflow_port_null_ops;
+#ifdef DPFLOW_HAVE_DPDK
+extern const struct dpflow_port_ops dpflow_port_dpdk_ops;
+#endif
 
 /*
  * Counters written by one thread and read by any: a relaxed load and store
