@@ -454,8 +454,9 @@ uint16_t dpflow_ctx_process_burst(struct dpflow_ctx *ctx, uint16_t port,
 				  uint32_t *idx, uint16_t n);
 
 /* dpflow_ctx_process_burst() flags */
-#define DPFLOW_PROCESS_PARSED 0x1 /* the packets' meta is already filled
-				     by dpflow_parse_burst() */
+#define DPFLOW_PROCESS_PARSED                      \
+	0x1 /* the packets' meta is already filled \
+	       by dpflow_parse_burst() */
 
 /* dpflow_ctx_process_burst() with @flags (DPFLOW_PROCESS_*). */
 uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
@@ -467,6 +468,27 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
  * on it.
  */
 void dpflow_ctx_thread_tx_queue(struct dpflow_ctx *ctx, uint16_t queue);
+
+/*
+ * A data thread's hook on what the pipes send to a port: @fn(@arg, port,
+ * pool, idx, n) may take packets of @idx (their ownership passes to it)
+ * and returns how many are left, moved to the front of @idx; those are
+ * transmitted. The runtime holds timed packets in its wheels this way.
+ * NULL: none.
+ */
+typedef uint16_t (*dpflow_tx_hook_fn)(void *arg, uint16_t port,
+				      struct dpflow_pool *pool, uint32_t *idx,
+				      uint16_t n);
+void dpflow_ctx_thread_tx_hook(struct dpflow_ctx *ctx, dpflow_tx_hook_fn fn,
+			       void *arg);
+
+/*
+ * Transmit @n packets of the context's pool on port @port from a data
+ * thread (its transmit queue, as the pipes do): what the port does not
+ * take is freed and counted as port_tx_full. Returns how many were sent.
+ */
+uint16_t dpflow_ctx_port_send(struct dpflow_ctx *ctx, uint16_t port,
+			      uint32_t *idx, uint16_t n);
 
 /* Drop counters of the context, indexed by enum dpflow_drop. */
 void dpflow_ctx_drops(const struct dpflow_ctx *ctx, uint64_t *drops);

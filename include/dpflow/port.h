@@ -98,6 +98,13 @@ int dpflow_port_stats_get(const struct dpflow_port *port,
 			  struct dpflow_port_stats *stats);
 
 const char *dpflow_port_name(const struct dpflow_port *port);
+/*
+ * Does the port release packets at their meta->tx_time_ns itself
+ * (afpacket or dpdk with txtime=1)? Otherwise the runtime's timing wheel
+ * holds timed packets until their time (docs/txtime.md).
+ */
+bool dpflow_port_tx_paced(const struct dpflow_port *port);
+
 /* Backend name ("pcap", "ring"). */
 const char *dpflow_port_kind(const struct dpflow_port *port);
 /* Port id stamped into meta->port (order of opening, from 0). */

@@ -72,17 +72,21 @@ struct dpflow_rt_cfg {
 
 /* What one worker did; read from any thread (relaxed loads). */
 struct dpflow_worker_stats {
-	uint64_t rx_pkts;	/* received from its queues */
-	uint64_t rx_bursts;	/* non-empty receive bursts */
-	uint64_t pkts;		/* run through the pipes by this worker */
-	uint64_t handoff_out;	/* handed to other workers */
-	uint64_t handoff_in;	/* taken from other workers */
-	uint64_t handoff_drops; /* a handoff ring was full */
-	uint64_t handoff_waits; /* passes that left the receive queues
-				   alone: a peer's handoff ring was full */
-	uint64_t idle_polls;	/* polls of every queue that found nothing */
-	uint64_t busy_ns;	/* time spent on bursts that had packets */
-	int cpu;		/* pinned CPU, or -1 */
+	uint64_t rx_pkts;	   /* received from its queues */
+	uint64_t rx_bursts;	   /* non-empty receive bursts */
+	uint64_t pkts;		   /* run through the pipes by this worker */
+	uint64_t handoff_out;	   /* handed to other workers */
+	uint64_t handoff_in;	   /* taken from other workers */
+	uint64_t handoff_drops;	   /* a handoff ring was full */
+	uint64_t handoff_waits;	   /* passes that left the receive queues
+				      alone: a peer's handoff ring was full */
+	uint64_t idle_polls;	   /* polls of every queue that found nothing */
+	uint64_t tx_timed;	   /* packets held by the timing wheels until
+				      their tx_time_ns, then sent */
+	uint64_t tx_timed_refused; /* timed packets dropped: their time was
+				      beyond the wheel's horizon (~1 s) */
+	uint64_t busy_ns;	   /* time spent on bursts that had packets */
+	int cpu;		   /* pinned CPU, or -1 */
 };
 
 /*

@@ -338,6 +338,14 @@ static int cmd_workers(struct req *r)
 			      "handoff_in", u64(s.handoff_in), "handoff_drops",
 			      u64(s.handoff_drops), "idle_polls",
 			      u64(s.idle_polls), "busy_ns", u64(s.busy_ns));
+		if (o && (json_object_set_new(o, "handoff_waits",
+					      u64(s.handoff_waits)) ||
+			  json_object_set_new(o, "tx_timed", u64(s.tx_timed)) ||
+			  json_object_set_new(o, "tx_timed_refused",
+					      u64(s.tx_timed_refused)))) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (!o || json_array_append_new(a, o))
 			return nomem(r);
 	}

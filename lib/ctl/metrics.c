@@ -178,13 +178,16 @@ static void render_drops(FILE *f, struct dpflow_ctx *ctx)
 
 static void render_workers(FILE *f, struct dpflow_rt *rt)
 {
-	static const char *const names[] = {"dpflow_worker_rx_packets_total",
-					    "dpflow_worker_packets_total",
-					    "dpflow_worker_handoff_out_total",
-					    "dpflow_worker_handoff_in_total",
-					    "dpflow_worker_handoff_drops_total",
-					    "dpflow_worker_handoff_waits_total",
-					    "dpflow_worker_busy_seconds_total"};
+	static const char *const names[] = {
+	    "dpflow_worker_rx_packets_total",
+	    "dpflow_worker_packets_total",
+	    "dpflow_worker_handoff_out_total",
+	    "dpflow_worker_handoff_in_total",
+	    "dpflow_worker_handoff_drops_total",
+	    "dpflow_worker_handoff_waits_total",
+	    "dpflow_worker_tx_timed_total",
+	    "dpflow_worker_tx_timed_refused_total",
+	    "dpflow_worker_busy_seconds_total"};
 	static const char *const helps[] = {
 	    "Packets received from the worker's queues.",
 	    "Packets run through the pipes by the worker.",
@@ -192,14 +195,16 @@ static void render_workers(FILE *f, struct dpflow_rt *rt)
 	    "Packets taken from other workers.",
 	    "Packets dropped because a handoff ring was full.",
 	    "Passes that left the receive queues alone (a handoff ring full).",
+	    "Packets held by a timing wheel until their send time.",
+	    "Timed packets dropped: their send time was beyond the horizon.",
 	    "Time spent on bursts that had packets."};
 	unsigned n = dpflow_rt_workers(rt);
 
-	for (unsigned k = 0; k < 7; k++) {
+	for (unsigned k = 0; k < 9; k++) {
 		put_help(f, names[k], "counter", helps[k]);
 		for (unsigned w = 0; w < n; w++) {
 			struct dpflow_worker_stats s;
-			uint64_t v[7];
+			uint64_t v[9];
 
 			if (dpflow_rt_worker_stats(rt, w, &s))
 				continue;
@@ -209,7 +214,9 @@ static void render_workers(FILE *f, struct dpflow_rt *rt)
 			v[3] = s.handoff_in;
 			v[4] = s.handoff_drops;
 			v[5] = s.handoff_waits;
-			if (k == 6)
+			v[6] = s.tx_timed;
+			v[7] = s.tx_timed_refused;
+			if (k == 8)
 				fprintf(f, "%s{worker=\"%u\"} %.9f\n", names[k],
 					w, (double)s.busy_ns / 1e9);
 			else

@@ -54,6 +54,8 @@ struct scratch {
 	uint64_t now_ns; /* read once per burst */
 	unsigned worker; /* counter shard (flow_internal.h) */
 	uint16_t txq;	 /* transmit queue (dpflow_ctx_thread_tx_queue) */
+	dpflow_tx_hook_fn tx_hook; /* dpflow_ctx_thread_tx_hook */
+	void *tx_hook_arg;
 };
 
 /* Each data thread's scratch: made when it goes online, freed offline. */
@@ -426,8 +428,8 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
  * queues). Several threads may map to one queue: each queue has a spin
  * lock, uncontended when every worker has a queue of its own.
  */
-static uint16_t port_send(struct dpflow_ctx *ctx, struct scratch *s,
-			  unsigned p, const struct burst_list *o)
+static uint16_t port_send(struct dpflow_ctx *ctx, struct scratch *s, unsigned p,
+			  const struct burst_list *o)
 {
 	struct ctx_port *cp = &ctx->ports[p];
 	uint16_t nq = dpflow_port_tx_queues(cp->port);
@@ -440,6 +442,51 @@ static uint16_t port_send(struct dpflow_ctx *ctx, struct scratch *s,
 			__builtin_ia32_pause();
 	sent = dpflow_port_tx_burst(cp->port, q, ctx->pool, o->idx, o->n);
 	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+	return sent;
+}
+
+void dpflow_ctx_thread_tx_hook(struct dpflow_ctx *ctx, dpflow_tx_hook_fn fn,
+			       void *arg)
+{
+	struct scratch *s = scratch_of(ctx);
+
+	if (s) {
+		s->tx_hook = fn;
+		s->tx_hook_arg = arg;
+	}
+}
+
+uint16_t dpflow_ctx_port_send(struct dpflow_ctx *ctx, uint16_t port,
+			      uint32_t *idx, uint16_t n)
+{
+	struct scratch *s = scratch_of(ctx);
+	struct burst_list *o;
+	uint16_t sent = 0;
+
+	if (!s || port >= ctx->n_ports || !n) {
+		if (n)
+			dpflow_pool_free_bulk(ctx->pool, idx, n);
+		return 0;
+	}
+	o = &s->port_out[port];
+	for (uint16_t at = 0, k; at < n; at = (uint16_t)(at + k)) {
+		uint16_t got;
+
+		k = (uint16_t)(n - at > DPFLOW_BURST_MAX ? DPFLOW_BURST_MAX
+							 : n - at);
+		memcpy(o->idx, idx + at, (size_t)k * sizeof(*idx));
+		o->n = k;
+		got = port_send(ctx, s, port, o);
+		if (got < k) {
+			__atomic_fetch_add(
+			    &ctx->drops[DPFLOW_DROP_PORT_TX_FULL],
+			    (uint64_t)(k - got), __ATOMIC_RELAXED);
+			dpflow_pool_free_bulk(ctx->pool, o->idx + got,
+					      (unsigned)(k - got));
+		}
+		sent = (uint16_t)(sent + got);
+	}
+	o->n = 0;
 	return sent;
 }
 
@@ -515,6 +562,12 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 
 		if (!o->n)
 			continue;
+		if (s->tx_hook) {
+			o->n = s->tx_hook(s->tx_hook_arg, (uint16_t)p,
+					  ctx->pool, o->idx, o->n);
+			if (!o->n)
+				continue;
+		}
 		sent = port_send(ctx, s, p, o);
 		if (sent < o->n) {
 			__atomic_fetch_add(

@@ -16,12 +16,8 @@
 #include "io/port_internal.h"
 
 static const struct dpflow_port_ops *const backends[] = {
-    &dpflow_port_pcap_ops,
-    &dpflow_port_ring_ops,
-    &dpflow_port_afpacket_ops,
-    &dpflow_port_afxdp_ops,
-    &dpflow_port_gen_ops,
-    &dpflow_port_null_ops,
+    &dpflow_port_pcap_ops,  &dpflow_port_ring_ops, &dpflow_port_afpacket_ops,
+    &dpflow_port_afxdp_ops, &dpflow_port_gen_ops,  &dpflow_port_null_ops,
 #ifdef DPFLOW_HAVE_DPDK
     &dpflow_port_dpdk_ops,
 #endif
@@ -277,6 +273,11 @@ int dpflow_port_stats_get(const struct dpflow_port *port,
 const char *dpflow_port_name(const struct dpflow_port *port)
 {
 	return port ? port->name : NULL;
+}
+
+bool dpflow_port_tx_paced(const struct dpflow_port *port)
+{
+	return port && port->tx_paced;
 }
 
 const char *dpflow_port_kind(const struct dpflow_port *port)

@@ -588,6 +588,7 @@ static int afp_open(struct dpflow_port *port, const struct port_args *args,
 	p->blocks = (unsigned)blocks;
 	p->block_size = (uint32_t)bsize;
 	p->txtime = txtime != 0;
+	port->tx_paced = p->txtime;
 	p->fanout =
 	    fanout
 		? (uint16_t)fanout

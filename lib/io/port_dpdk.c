@@ -741,6 +741,7 @@ static int dpdk_open(struct dpflow_port *port, const struct port_args *args,
 	if (mbufs > DPDK_MBUFS_MAX)
 		mbufs = DPDK_MBUFS_MAX;
 	p->txtime = txtime != 0;
+	port->tx_paced = p->txtime;
 	if (!strncmp(name, "net_pcap", 8)) {
 		p->finite = !spec_has(spec, "rx_iface", NULL) &&
 			    !spec_has(spec, "rx_iface_in", NULL) &&

@@ -60,6 +60,8 @@ struct dpflow_port {
 	uint16_t n_rxq;		  /* receive queues (0: none) */
 	uint16_t n_txq;		  /* transmit queues (0: none) */
 	int link_type;		  /* pcap DLT of received frames, or -1 */
+	bool tx_paced;		  /* the backend honours meta->tx_time_ns
+				     itself (SO_TXTIME, a NIC's clock) */
 	char *name;		  /* the URI, copied */
 };
 

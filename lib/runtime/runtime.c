@@ -28,6 +28,7 @@
 #include "dpflow/port.h"
 #include "dpflow/ring.h"
 #include "dpflow/runtime.h"
+#include "dpflow/txtime.h"
 #include "runtime/rss.h"
 
 #define RT_BURST_DEFAULT   32
@@ -37,6 +38,13 @@
 #define RT_NAP_NS     20000
 /* receive queues one worker may own */
 #define RT_RXQ_MAX 256
+/* each worker's timing wheel per port: 65536 ticks of 16 us, a horizon of
+ * about a second (the tick sets the buckets, not the precision: a packet
+ * leaves at the first pass at or after its time); a time beyond the
+ * horizon is refused: the packet is dropped and counted */
+#define RT_WHEEL_SLOTS	  65536
+#define RT_WHEEL_TICK_NS  16384
+#define RT_WHEEL_CAPACITY 65536
 
 struct rt_rxq {
 	struct dpflow_port *port;
@@ -60,6 +68,9 @@ struct rt_worker {
 	/* the packets of one receive burst by owner, and the local ones */
 	uint32_t out[DPFLOW_WORKERS_MAX][DPFLOW_BURST_MAX];
 	uint16_t n_out[DPFLOW_WORKERS_MAX];
+	/* timed transmit: a wheel per port that does not pace itself */
+	struct dpflow_txsched *wheel[DPFLOW_PORTS_MAX];
+	unsigned n_held; /* packets the wheels hold */
 } __attribute__((aligned(64)));
 
 struct dpflow_rt {
@@ -93,6 +104,75 @@ static uint64_t ctr_read(const uint64_t *c)
 }
 
 /* ---- the data path ------------------------------------------------------ */
+
+/*
+ * The pipes' transmit hook: packets whose send time is still ahead go to
+ * the port's wheel; the rest (and what the wheel refuses: beyond its
+ * horizon, or full) are sent now.
+ */
+static uint16_t timed_hook(void *arg, uint16_t port, struct dpflow_pool *pool,
+			   uint32_t *idx, uint16_t n)
+{
+	struct rt_worker *w = arg;
+	struct dpflow_txsched *wh =
+	    port < DPFLOW_PORTS_MAX ? w->wheel[port] : NULL;
+	uint64_t now = 0;
+	uint16_t left = 0;
+
+	if (!wh)
+		return n;
+	for (uint16_t i = 0; i < n; i++) {
+		uint64_t t = dpflow_pool_meta(pool, idx[i])->tx_time_ns;
+
+		if (t) {
+			if (!now)
+				now = dpflow_clock_ns();
+			if (t > now) {
+				if (dpflow_txsched_enqueue(wh, &idx[i], 1))
+					w->n_held++;
+				else {
+					/* beyond the horizon, or full: a
+					 * packet never leaves early */
+					dpflow_pool_free_bulk(pool, &idx[i], 1);
+					ctr_add(&w->st.tx_timed_refused, 1);
+				}
+				continue;
+			}
+		}
+		idx[left++] = idx[i];
+	}
+	return left;
+}
+
+/* Send what the wheels hold that is due (@all: everything, at stop). */
+static unsigned release_timed(struct rt_worker *w, bool all)
+{
+	struct dpflow_rt *rt = w->rt;
+	uint32_t idx[DPFLOW_BURST_MAX];
+	unsigned total = 0;
+	uint64_t now;
+
+	if (!w->n_held)
+		return 0;
+	now = dpflow_clock_ns();
+	for (unsigned p = 0; p < DPFLOW_PORTS_MAX; p++) {
+		unsigned k;
+
+		if (!w->wheel[p])
+			continue;
+		while ((k = all ? dpflow_txsched_drain(w->wheel[p], idx,
+						       DPFLOW_BURST_MAX)
+				: dpflow_txsched_release(w->wheel[p], now, idx,
+							 DPFLOW_BURST_MAX))) {
+			dpflow_ctx_port_send(rt->ctx, (uint16_t)p, idx,
+					     (uint16_t)k);
+			w->n_held -= k;
+			total += k;
+			ctr_add(&w->st.tx_timed, k);
+		}
+	}
+	return total;
+}
 
 /* Run @n packets through the pipes as if received on their own ports
  * (handoffs may mix ports): one call per run of the same port. */
@@ -224,6 +304,7 @@ static void *worker_main(void *arg)
 
 	dpflow_ctx_thread_online(rt->ctx);
 	dpflow_ctx_thread_tx_queue(rt->ctx, (uint16_t)w->id);
+	dpflow_ctx_thread_tx_hook(rt->ctx, timed_hook, w);
 	while (!__atomic_load_n(&rt->stop, __ATOMIC_ACQUIRE)) {
 		unsigned got = 0;
 		uint64_t t0 = dpflow_tsc();
@@ -246,6 +327,7 @@ static void *worker_main(void *arg)
 			got += n;
 		}
 		got += drain_handoffs(w);
+		release_timed(w, false);
 		dpflow_ctx_quiescent(rt->ctx);
 		if (got) {
 			/* TSC ticks here; nanoseconds when read */
@@ -256,6 +338,10 @@ static void *worker_main(void *arg)
 		}
 		/* nothing this pass: a finite input ends on the receiving
 		 * thread, so a port done now has nothing more for us */
+		if (w->n_held) {
+			idle = 0; /* timed packets wait: keep the clock close */
+			continue;
+		}
 		if (inputs_exhausted(w))
 			__atomic_store_n(&w->idle, true, __ATOMIC_RELEASE);
 		ctr_add(&w->st.idle_polls, 1);
@@ -276,6 +362,9 @@ static void *worker_main(void *arg)
 			break;
 		sched_yield();
 	}
+	/* timed packets still held go now: a stop does not wait for them */
+	release_timed(w, true);
+	dpflow_ctx_thread_tx_hook(rt->ctx, NULL, NULL);
 	dpflow_ctx_thread_offline(rt->ctx);
 	return NULL;
 }
@@ -305,6 +394,33 @@ static int assign_queues(struct dpflow_rt *rt, struct dpflow_error *err)
 			w->rxq[w->n_rxq].port_id = (uint16_t)p;
 			w->rxq[w->n_rxq].queue = q;
 			w->n_rxq++;
+		}
+	}
+	return 0;
+}
+
+/* A wheel per worker for each port that transmits and does not pace
+ * timed packets itself. */
+static int wheels_create(struct dpflow_rt *rt, struct dpflow_error *err)
+{
+	struct dpflow_txsched_cfg c = {0};
+
+	c.pool = rt->pool;
+	c.slots = RT_WHEEL_SLOTS;
+	c.tick_ns = RT_WHEEL_TICK_NS;
+	c.capacity = rt->pool->n_slots < RT_WHEEL_CAPACITY ? rt->pool->n_slots
+							   : RT_WHEEL_CAPACITY;
+	c.start_ns = dpflow_clock_ns();
+	for (unsigned p = 0; p < dpflow_ctx_port_count(rt->ctx); p++) {
+		struct dpflow_port *port = dpflow_ctx_port(rt->ctx, p);
+
+		if (p >= DPFLOW_PORTS_MAX || !dpflow_port_tx_queues(port) ||
+		    dpflow_port_tx_paced(port))
+			continue;
+		for (unsigned i = 0; i < rt->n_workers; i++) {
+			rt->w[i].wheel[p] = dpflow_txsched_create(&c, err);
+			if (!rt->w[i].wheel[p])
+				return -ENOMEM;
 		}
 	}
 	return 0;
@@ -412,7 +528,8 @@ struct dpflow_rt *dpflow_rt_create(struct dpflow_ctx *ctx,
 			goto fail;
 		}
 	}
-	if (assign_queues(rt, err) || rings_create(rt, hsize, err))
+	if (assign_queues(rt, err) || rings_create(rt, hsize, err) ||
+	    wheels_create(rt, err))
 		goto fail;
 	return rt;
 fail:
@@ -507,6 +624,9 @@ void dpflow_rt_destroy(struct dpflow_rt *rt)
 		}
 		free(rt->ring);
 	}
+	for (unsigned i = 0; rt->w && i < rt->n_workers; i++)
+		for (unsigned p = 0; p < DPFLOW_PORTS_MAX; p++)
+			dpflow_txsched_destroy(rt->w[i].wheel[p]);
 	free(rt->rss);
 	free(rt->w);
 	free(rt);
@@ -532,6 +652,8 @@ int dpflow_rt_worker_stats(const struct dpflow_rt *rt, unsigned worker,
 	s->handoff_in = ctr_read(&w->handoff_in);
 	s->handoff_drops = ctr_read(&w->handoff_drops);
 	s->handoff_waits = ctr_read(&w->handoff_waits);
+	s->tx_timed = ctr_read(&w->tx_timed);
+	s->tx_timed_refused = ctr_read(&w->tx_timed_refused);
 	s->idle_polls = ctr_read(&w->idle_polls);
 	s->busy_ns = dpflow_tsc_to_ns(ctr_read(&w->busy_ns));
 	s->cpu = w->cpu;
