@@ -5,7 +5,8 @@ usage: live_forward.py DPFLOW PORTKIND [WORKERS]
 
 Three namespaces made here: host A (10.77.N.1 on a0), host B (10.77.N.2 on
 b0), and the middle one where dpflow runs with ports on a1 and b1 (the
-other ends of the two veth pairs), of kind PORTKIND (afpacket). The config
+other ends of the two veth pairs), of kind PORTKIND (afpacket, afxdp, or
+dpdk: DPDK's net_af_packet virtual device on them). The config
 forwards everything between the two ports, except UDP to port 9 from A,
 which an ACL entry drops and counts. Checked:
 
@@ -77,6 +78,16 @@ fcntl.ioctl(sock.fileno(), 0x8946, ifr)  # SIOCETHTOOL
 ETHTOOL_STXCSUM = "0x17"
 
 
+def port_uri(dev, n):
+    """The URI of a port of KIND on interface @dev."""
+    opts = ",queues=%d" % WORKERS if WORKERS > 1 else ""
+    if KIND == "dpdk":
+        # DPDK's af_packet virtual device on the interface
+        return "dpdk:net_af_packet%d;iface=%s;qpairs=%d%s" % (
+            n, dev, WORKERS, opts)
+    return "%s:%s%s" % (KIND, dev, opts)
+
+
 def setup():
     for ns in (NS_A, NS_B, NS_M):
         sh("ip", "netns", "add", ns)
@@ -93,10 +104,11 @@ def setup():
         sh("ip", "-n", ns, "link", "set", dev, "gso_max_size", "1500")
         sh("ip", "-n", ns, "link", "set", dev, "up")
         sh("ip", "-n", ns, "link", "set", "lo", "up")
-    if KIND == "afxdp":
+    if KIND in ("afxdp", "dpdk"):
         # the hosts' stacks would hand veth frames with checksums left to
-        # an offload (CHECKSUM_PARTIAL); AF_XDP sees no such flag (unlike
-        # AF_PACKET), and a wire never carries such frames: compute them
+        # an offload (CHECKSUM_PARTIAL); AF_XDP and DPDK's af_packet
+        # device see no such flag (dpflow's AF_PACKET port does), and a
+        # wire never carries such frames: compute them
         for ns, dev in ((NS_A, "a0"), (NS_B, "b0")):
             sh(PY, "-c", ETHTOOL_OFF, dev, ETHTOOL_STXCSUM, ns=ns)
 
@@ -115,8 +127,8 @@ def teardown(procs, tmp):
 
 
 CONFIG = """ports:
-  - {name: pa, uri: '%(kind)s:a1%(opts)s'}
-  - {name: pb, uri: '%(kind)s:b1%(opts)s'}
+  - {name: pa, uri: '%(pa)s'}
+  - {name: pb, uri: '%(pb)s'}
 pipes:
   - name: a2b
     type: acl
@@ -226,8 +238,7 @@ def main():
         setup()
         cfg = os.path.join(tmp, "forward.yaml")
         with open(cfg, "w") as f:
-            f.write(CONFIG % {"kind": KIND, "opts": ",queues=%d" % WORKERS
-                              if WORKERS > 1 else ""})
+            f.write(CONFIG % {"pa": port_uri("a1", 0), "pb": port_uri("b1", 1)})
         blob = os.urandom(2 << 20)
         with open(os.path.join(tmp, "blob.bin"), "wb") as f:
             f.write(blob)
