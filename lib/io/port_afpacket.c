@@ -270,11 +270,16 @@ static uint16_t afp_rx_burst(struct dpflow_port *port, uint16_t queue,
 		struct tpacket3_hdr *h = afp_next_frame(p, q);
 		struct dpflow_pkt_meta *m;
 		uint32_t len;
+		bool tagged;
 
 		if (!h)
 			break;
 		len = h->tp_snaplen;
-		if (len > pool->data_room) {
+		/* a VLAN tag the kernel took off (hardware or its own
+		 * untagging) goes back in: the port hands on the frame as
+		 * the wire carried it */
+		tagged = (h->tp_status & TP_STATUS_VLAN_VALID) && len >= 12;
+		if (len + (tagged ? 4 : 0) > pool->data_room) {
 			oversize++;
 			continue;
 		}
@@ -283,8 +288,24 @@ static uint16_t afp_rx_burst(struct dpflow_port *port, uint16_t queue,
 			continue;
 		}
 		m = dpflow_pool_meta(pool, idx[k]);
-		memcpy(dpflow_pkt_data(pool, idx[k]), (uint8_t *)h + h->tp_mac,
-		       len);
+		if (tagged) {
+			uint8_t *d = dpflow_pkt_data(pool, idx[k]);
+			const uint8_t *f = (uint8_t *)h + h->tp_mac;
+			uint16_t tpid = h->tp_status & TP_STATUS_VLAN_TPID_VALID
+					    ? h->hv1.tp_vlan_tpid
+					    : ETH_P_8021Q;
+
+			memcpy(d, f, 12);
+			d[12] = (uint8_t)(tpid >> 8);
+			d[13] = (uint8_t)tpid;
+			d[14] = (uint8_t)(h->hv1.tp_vlan_tci >> 8);
+			d[15] = (uint8_t)h->hv1.tp_vlan_tci;
+			memcpy(d + 16, f + 12, len - 12);
+			len += 4;
+		} else {
+			memcpy(dpflow_pkt_data(pool, idx[k]),
+			       (uint8_t *)h + h->tp_mac, len);
+		}
 		if (h->tp_status & TP_STATUS_CSUMNOTREADY)
 			afp_csum_complete(dpflow_pkt_data(pool, idx[k]), len);
 		m->data_len = (uint16_t)len;

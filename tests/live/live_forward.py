@@ -12,8 +12,8 @@ which an ACL entry drops and counts. Checked:
 
 - a 2 MB HTTP transfer from B's python3 http.server to A's curl arrives
   byte for byte;
-- 20 crafted Ethernet frames sent raw on a0 arrive on b0 with the same
-  bytes; 50 UDP datagrams to port 9 do not arrive, and the ACL entry counts
+- 20 frames built by scapy (UDP, VLAN-tagged TCP, IPv6 UDP) sent raw on a0
+  arrive on b0 with the same bytes; 50 UDP datagrams to port 9 do not arrive, and the ACL entry counts
   exactly 50;
 - the Prometheus endpoint (--metrics on 127.0.0.1 of the middle
   namespace) answers with the pipes' and workers' counters while traffic
@@ -151,11 +151,12 @@ pipes:
 # A helper run in a namespace: receive raw frames on an interface, or
 # UDP datagrams on a port, for a while; print them in hex, one a line.
 SNIFF = r"""
-import socket, sys, time
+import socket, struct, sys, time
 mode, arg, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
 if mode == "raw":
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
     s.bind((arg, 0))
+    s.setsockopt(263, 8, 1)  # SOL_PACKET, PACKET_AUXDATA
 else:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("0.0.0.0", int(arg)))
@@ -164,9 +165,16 @@ end = time.time() + secs
 while time.time() < end:
     s.settimeout(max(0.01, end - time.time()))
     try:
-        d = s.recv(65536)
+        d, anc, _, _ = s.recvmsg(65536, 64)
     except socket.timeout:
         break
+    # a VLAN tag the kernel took off comes back from PACKET_AUXDATA
+    for lvl, typ, data in anc:
+        if mode == "raw" and lvl == 263 and typ == 8 and len(data) >= 20:
+            st, _, _, _, _, tci, tpid = struct.unpack("IIIHHHH", data[:20])
+            if st & 0x10:  # TP_STATUS_VLAN_VALID
+                tpid = tpid if st & 0x40 else 0x8100
+                d = d[:12] + struct.pack("!HH", tpid, tci) + d[12:]
     print(d.hex(), flush=True)
 """
 
@@ -195,26 +203,27 @@ def start_sniffer(ns, mode, arg, secs, tmp):
 
 
 def crafted_frames(n):
-    """Ethernet/IPv4/UDP frames with distinct payloads (raw bytes)."""
+    """Frames built by scapy (an independent builder): Ethernet/IPv4/UDP,
+    Ethernet/802.1Q/IPv4/TCP, Ethernet/IPv6/UDP, with distinct payloads."""
+    from scapy.layers.inet import IP, TCP, UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Dot1Q, Ether
+    from scapy.packet import Raw
+
     out = []
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
     for i in range(n):
-        payload = b"dpflow-raw-%04d" % i + bytes(range(i % 7 + 20))
-        udp_len = 8 + len(payload)
-        ip = bytearray(20)
-        ip[0], ip[8], ip[9] = 0x45, 64, 17
-        ip[2:4] = (20 + udp_len).to_bytes(2, "big")
-        ip[4:6] = (1000 + i).to_bytes(2, "big")
-        ip[12:16] = socket.inet_aton(IP_A)
-        ip[16:20] = socket.inet_aton(IP_B)
-        csum = sum(int.from_bytes(ip[j:j + 2], "big")
-                   for j in range(0, 20, 2))
-        while csum >> 16:
-            csum = (csum & 0xffff) + (csum >> 16)
-        ip[10:12] = (~csum & 0xffff).to_bytes(2, "big")
-        udp = (40000 + i).to_bytes(2, "big") + (7001).to_bytes(2, "big") + \
-            udp_len.to_bytes(2, "big") + b"\0\0" + payload
-        eth = bytes.fromhex("020000000002020000000001") + b"\x08\x00"
-        out.append(eth + bytes(ip) + udp)
+        payload = Raw(b"dpflow-raw-%04d" % i + bytes(range(i % 7 + 20)))
+        if i % 3 == 0:
+            p = eth / IP(src=IP_A, dst=IP_B, id=1000 + i) / \
+                UDP(sport=40000 + i, dport=7001) / payload
+        elif i % 3 == 1:
+            p = eth / Dot1Q(vlan=10) / IP(src=IP_A, dst=IP_B) / \
+                TCP(sport=40000 + i, dport=7002, flags="S") / payload
+        else:
+            p = eth / IPv6(src="fd00::1", dst="fd00::2") / \
+                UDP(sport=40000 + i, dport=7003) / payload
+        out.append(bytes(p))
     return out
 
 
@@ -281,7 +290,7 @@ def main():
         out, _ = sniff.communicate(timeout=10)
         seen = set(bytes.fromhex(x) for x in out.split())
         missing = [i for i, f in enumerate(frames) if f not in seen]
-        tap(not missing, "20 crafted frames sent on a0 arrive on b0 byte "
+        tap(not missing, "20 scapy-built frames (UDP, VLAN TCP, IPv6) sent on a0 arrive on b0 byte "
             "for byte", "missing: %s" % missing)
 
         # 3, 4: UDP to port 9 is dropped by the ACL, to 7000 forwarded
