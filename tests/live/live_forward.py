@@ -290,7 +290,8 @@ def main():
         out, _ = sniff.communicate(timeout=10)
         seen = set(bytes.fromhex(x) for x in out.split())
         missing = [i for i, f in enumerate(frames) if f not in seen]
-        tap(not missing, "20 scapy-built frames (UDP, VLAN TCP, IPv6) sent on a0 arrive on b0 byte "
+        tap(not missing, "20 scapy-built frames (UDP, VLAN TCP, IPv6) sent "
+            "on a0 arrive on b0 byte "
             "for byte", "missing: %s" % missing)
 
         # 3, 4: UDP to port 9 is dropped by the ACL, to 7000 forwarded
