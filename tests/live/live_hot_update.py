@@ -1,7 +1,13 @@
 #!/usr/bin/python3
 """Entries changed through dpflowctl while traffic flows (TAP).
 
-usage: live_hot_update.py DPFLOW DPFLOWCTL
+usage: live_hot_update.py DPFLOW DPFLOWCTL [plain|sanitized]
+
+With DPFLOW_PLAIN_BIN set (the Makefile sets it to the plain build's
+tools/ folder), its dpflow/dpflow and dpflowctl/dpflowctl run instead:
+the test times the data path, and a sanitizer build's timing means
+nothing. Given only sanitized binaries, the stall check reports itself
+skipped.
 
 Namespaces made here: A sends, M runs `dpflow run` (AF_PACKET ports on a1
 and b1, 2 workers, the control socket), B receives on b0. Every packet goes
@@ -51,6 +57,13 @@ import tempfile
 import time
 
 DPFLOW, DPFLOWCTL = sys.argv[1], sys.argv[2]
+SANITIZED = len(sys.argv) > 3 and sys.argv[3] == "sanitized"
+_plain = os.environ.get("DPFLOW_PLAIN_BIN")
+if _plain and all(os.access(os.path.join(_plain, p), os.X_OK)
+                  for p in ("dpflow/dpflow", "dpflowctl/dpflowctl")):
+    DPFLOW = os.path.join(_plain, "dpflow/dpflow")
+    DPFLOWCTL = os.path.join(_plain, "dpflowctl/dpflowctl")
+    SANITIZED = False
 TAG = "dph%d" % (os.getpid() % 100000)
 NS_A, NS_B, NS_M = TAG + "a", TAG + "b", TAG + "m"
 PY = "/usr/bin/python3"
@@ -124,13 +137,17 @@ pipes:
     miss: drop
 """
 
-# The sender: RATE frames a second for SECS seconds on a0 (in bursts every
+# The sender: RATE frames a second for at most SECS seconds (until
+# SIGTERM) on a0 (in bursts every
 # 5 ms, sleeping between: a busy sender would take a core from dpflow on a
 # small machine), UDP to ports 5000..5015 round robin; payload: sequence
 # number and the CLOCK_REALTIME ns just before the send.
 SEND = r"""
 import socket, struct, sys, time
+import signal
 dev, rate, secs, ports = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind((dev, 0))
 def frame(seq, port, ts):
@@ -147,6 +164,9 @@ n = int(rate * secs)
 burst = max(1, rate // 200)  # a burst every 5 ms, asleep between
 t0 = time.monotonic()
 for seq in range(n):
+    if stop:
+        n = seq
+        break
     if seq % burst == 0:
         due = t0 + seq / rate
         if due > time.monotonic():
@@ -159,7 +179,10 @@ print(n, flush=True)
 # time; prints "seq send_ts rx_ts src_mac dst_mac" per UDP frame to 5000+.
 RECV = r"""
 import socket, struct, sys, time
+import signal
 dev, secs = sys.argv[1], float(sys.argv[2])
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
 s.bind((dev, 0))
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
@@ -167,12 +190,14 @@ s.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS
 print("ready", flush=True)
 end = time.time() + secs
 out = []
-while time.time() < end:
-    s.settimeout(max(0.01, end - time.time()))
+while time.time() < end and not stop:
+    s.settimeout(0.05)
     try:
         d, anc, _, _ = s.recvmsg(2048, 64)
     except socket.timeout:
-        break
+        continue
+    except InterruptedError:
+        continue
     if len(d) < 14 + 20 + 8 + 16 or d[23] != 17:
         continue
     dport = struct.unpack("!H", d[36:38])[0]
@@ -268,9 +293,9 @@ def main():
             if os.path.exists(sock):
                 break
             time.sleep(0.05)
-        secs = 14.0
+        secs = 90.0  # at most: the sender stops 0.5 s after the updates
         recv = subprocess.Popen(["ip", "netns", "exec", NS_B, PY, "-c", RECV,
-                                 "b0", str(secs + 6)],
+                                 "b0", str(secs + 10)],
                                 stdout=subprocess.PIPE, text=True)
         procs.append(recv)
         assert recv.stdout.readline().strip() == "ready"
@@ -314,7 +339,11 @@ def main():
         t_upd = time.monotonic() - t_upd
         upd_to_ns = time.time_ns()
         pipes = ctl(sock, "pipes", "--json")
+        time.sleep(0.5)
+        send.send_signal(signal.SIGTERM)
         n_sent = int(send.communicate(timeout=60)[0].strip() or 0)
+        time.sleep(0.5)
+        recv.send_signal(signal.SIGTERM)
         out, _ = recv.communicate(timeout=60)
 
         rows = []
@@ -346,14 +375,20 @@ def main():
                if r[2] and upd_from_ns <= r[1] <= upd_to_ns]
         floor = max(base) if base else -1
         worst = max(upd) if upd else -1
-        tap(base and upd and 0 < worst and
-            (worst <= MAX_STALL_NS or worst <= floor + 2_000_000),
-            "no stall: the largest send-to-receive delay while updates ran "
-            "(%.1f s, %d frames) is %.2f ms; before them %.2f ms (bound "
-            "10 ms, or the floor + 2 ms)"
-            % (t_upd, len(upd), worst / 1e6, floor / 1e6),
-            "frames delayed > 10 ms while updating: %d"
-            % sum(d > MAX_STALL_NS for d in upd))
+        if SANITIZED:
+            print("ok %d # SKIP stall check: sanitizer build (largest "
+                  "delay %.2f ms); run with DPFLOW_PLAIN_BIN"
+                  % (len(results) + 1, worst / 1e6))
+            results.append(True)
+        else:
+            tap(base and upd and 0 < worst and
+                (worst <= MAX_STALL_NS or worst <= floor + 2_000_000),
+                "no stall: the largest send-to-receive delay while updates "
+                "ran (%.1f s, %d frames) is %.2f ms; before them %.2f ms "
+                "(bound 10 ms, or the floor + 2 ms)"
+                % (t_upd, len(upd), worst / 1e6, floor / 1e6),
+                "frames delayed > 10 ms while updating: %d"
+                % sum(d > MAX_STALL_NS for d in upd))
 
         churn = None
         try:
