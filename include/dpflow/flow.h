@@ -503,6 +503,26 @@ void dpflow_ctx_thread_online(struct dpflow_ctx *ctx);
 void dpflow_ctx_thread_offline(struct dpflow_ctx *ctx);
 void dpflow_ctx_quiescent(struct dpflow_ctx *ctx);
 
+/*
+ * Wait for a grace period: every data thread online has reported a
+ * quiescent state since the call began, so what an application
+ * unpublished before the call (a pointer swapped out) is no longer
+ * used. Control thread only (never a data thread: it would wait for
+ * itself).
+ */
+void dpflow_ctx_synchronize(struct dpflow_ctx *ctx);
+
+/* Counter shards of data threads: dpflow_ctx_thread_shard() values. */
+#define DPFLOW_THREAD_SHARDS 64
+/*
+ * The calling data thread's counter shard, 0..DPFLOW_THREAD_SHARDS-1:
+ * distinct for each thread online (up to 63 of them); threads beyond
+ * that, and threads not online, share shard DPFLOW_THREAD_SHARDS-1 (its
+ * counters then need atomic updates). For applications that keep
+ * per-thread counters beside the engine's.
+ */
+unsigned dpflow_ctx_thread_shard(struct dpflow_ctx *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -736,7 +736,7 @@ static struct dpflow_ctx *load(yaml_parser_t *parser, const char *name,
 			       struct dpflow_error *err)
 {
 	static const char *const top_keys[] = {"context", "ports", "pipes",
-					       NULL};
+					       "apps", NULL};
 	struct loader L;
 	struct ynode root = {0}, v;
 	int rc;

@@ -653,3 +653,19 @@ void dpflow_ctx_quiescent(struct dpflow_ctx *ctx)
 	(void)ctx;
 	rcu_quiescent_state();
 }
+
+void dpflow_ctx_synchronize(struct dpflow_ctx *ctx)
+{
+	(void)ctx;
+	synchronize_rcu();
+}
+
+DPFLOW_STATIC_ASSERT(DPFLOW_THREAD_SHARDS == FLOW_WORKERS_MAX,
+		     "the public shard count is the engine's");
+
+unsigned dpflow_ctx_thread_shard(struct dpflow_ctx *ctx)
+{
+	struct scratch *s = scratch_of(ctx);
+
+	return s ? s->worker : FLOW_WORKER_SHARED;
+}

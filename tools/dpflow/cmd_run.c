@@ -37,6 +37,9 @@
 #include "dpflow/gpu_flow.h"
 #endif
 
+#include "l4lb/l4lb.h"
+#include "l4lb/l4lb_config.h"
+
 #include "cmds.h"
 
 #define RUN_BURST  32
@@ -60,6 +63,7 @@ struct run_state {
 	const char *metrics_addr;    /* --metrics, or NULL */
 	const char *ctl_path;	     /* --control, or NULL */
 	struct dpflow_ctl *ctl;	     /* the control socket */
+	struct l4lb *lb;	     /* apps.l4lb, or NULL */
 	uint64_t handler_pkts;	     /* the `count` handler */
 	uint64_t rss_pkts[DPFLOW_RSS_QUEUES_MAX];
 	uint64_t aged[DPFLOW_PIPES_MAX];
@@ -775,6 +779,21 @@ int cmd_run(int argc, char **argv)
 		dpflow_ctx_destroy(ctx);
 		return 1;
 	}
+	st.lb = l4lb_config_load(ctx, argv[optind], rcfg.workers > 1, &err);
+	if (!st.lb && err.code) {
+		fprintf(stderr, "dpflow run: %s\n", err.msg);
+		dpflow_queue_destroy(st.q);
+		dpflow_ctx_destroy(ctx);
+		return 1;
+	}
+	if (st.lb && use_gpu) {
+		fprintf(stderr, "dpflow run: apps.l4lb runs on the CPU target "
+				"only\n");
+		l4lb_destroy(st.lb);
+		dpflow_queue_destroy(st.q);
+		dpflow_ctx_destroy(ctx);
+		return 1;
+	}
 #ifdef DPFLOW_HAVE_GPU
 	if (use_gpu) {
 		st.gpu = dpflow_gpu_flow_bind(ctx, 0, &err);
@@ -800,7 +819,10 @@ int cmd_run(int argc, char **argv)
 		rc = run_workers(&st, &rcfg, deadline);
 	dpflow_ctl_close(st.ctl);
 	print_counters(&st);
+	if (st.lb)
+		l4lb_print(st.lb, stdout);
 	dpflow_rt_destroy(st.rt);
+	l4lb_destroy(st.lb);
 #ifdef DPFLOW_HAVE_GPU
 	dpflow_gpu_flow_unbind(st.gpu);
 #endif

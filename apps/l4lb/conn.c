@@ -1,0 +1,421 @@
+/*
+ * The balancer's connection table (conn.h): buckets of 8 ways, a header
+ * line of signatures and stamps per bucket, entries in a separate array.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "l4lb/conn.h"
+
+/* stamp word: (ms & L4LB_CONN_STAMP_MAX) << 2 | state */
+struct conn_bucket {
+	uint32_t sig[L4LB_CONN_WAYS]; /* 0: free way */
+	uint32_t stamp[L4LB_CONN_WAYS];
+} DPFLOW_CACHE_ALIGNED;
+
+struct l4lb_conn_table {
+	struct conn_bucket *buckets;
+	struct l4lb_conn *entries;
+	uint32_t mask; /* buckets - 1 */
+	bool shared;
+	uint32_t timeout[4]; /* by state */
+	struct l4lb_conn_stats stats;
+	uint8_t locks[L4LB_CONN_LOCKS] DPFLOW_CACHE_ALIGNED;
+};
+
+#define STAMP(ms, st) ((((ms)&L4LB_CONN_STAMP_MAX) << 2) | (st))
+#define STATE_OF(w)   ((w)&3u)
+#define MS_OF(w)      ((w) >> 2)
+
+static void count(struct l4lb_conn_table *ct, uint64_t *c)
+{
+	if (ct->shared)
+		__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+	else
+		(*c)++;
+}
+
+static uint32_t lock_of(uint32_t bucket)
+{
+	return bucket & (L4LB_CONN_LOCKS - 1);
+}
+
+static void lock_take(struct l4lb_conn_table *ct, uint32_t l)
+{
+	if (!ct->shared)
+		return;
+	for (;;) {
+		if (!__atomic_exchange_n(&ct->locks[l], 1, __ATOMIC_ACQUIRE))
+			return;
+		while (__atomic_load_n(&ct->locks[l], __ATOMIC_RELAXED))
+			__builtin_ia32_pause();
+	}
+}
+
+static void lock_give(struct l4lb_conn_table *ct, uint32_t l)
+{
+	if (ct->shared)
+		__atomic_store_n(&ct->locks[l], 0, __ATOMIC_RELEASE);
+}
+
+/* Take the locks of buckets @a and @b (either may repeat) in order. */
+static void lock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
+{
+	uint32_t la = lock_of(a), lb = lock_of(b);
+
+	if (la == lb) {
+		lock_take(ct, la);
+	} else if (la < lb) {
+		lock_take(ct, la);
+		lock_take(ct, lb);
+	} else {
+		lock_take(ct, lb);
+		lock_take(ct, la);
+	}
+}
+
+static void unlock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
+{
+	uint32_t la = lock_of(a), lb = lock_of(b);
+
+	lock_give(ct, la);
+	if (lb != la)
+		lock_give(ct, lb);
+}
+
+struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
+					 const struct l4lb_conn_timeouts *t)
+{
+	struct l4lb_conn_table *ct;
+	uint32_t n = L4LB_CONN_MIN;
+
+	if (entries > L4LB_CONN_MAX)
+		return NULL;
+	while (n < entries)
+		n <<= 1;
+	ct = aligned_alloc(DPFLOW_CACHE_LINE, sizeof(*ct));
+	if (!ct)
+		return NULL;
+	memset(ct, 0, sizeof(*ct));
+	ct->mask = n / L4LB_CONN_WAYS - 1;
+	ct->shared = shared;
+	ct->timeout[L4LB_CONN_HALF_OPEN] =
+	    t && t->half_open ? t->half_open : 5000;
+	ct->timeout[L4LB_CONN_ESTABLISHED] =
+	    t && t->established ? t->established : 300000;
+	ct->timeout[L4LB_CONN_CLOSING] = t && t->closing ? t->closing : 10000;
+	ct->buckets = aligned_alloc(
+	    DPFLOW_CACHE_LINE, (size_t)(ct->mask + 1) * sizeof(*ct->buckets));
+	ct->entries =
+	    aligned_alloc(DPFLOW_CACHE_LINE, (size_t)n * sizeof(*ct->entries));
+	if (!ct->buckets || !ct->entries) {
+		l4lb_conn_destroy(ct);
+		return NULL;
+	}
+	memset(ct->buckets, 0, (size_t)(ct->mask + 1) * sizeof(*ct->buckets));
+	memset(ct->entries, 0, (size_t)n * sizeof(*ct->entries));
+	return ct;
+}
+
+void l4lb_conn_destroy(struct l4lb_conn_table *ct)
+{
+	if (!ct)
+		return;
+	free(ct->buckets);
+	free(ct->entries);
+	free(ct);
+}
+
+uint32_t l4lb_conn_capacity(const struct l4lb_conn_table *ct)
+{
+	return (ct->mask + 1) * L4LB_CONN_WAYS;
+}
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+uint64_t l4lb_conn_hash(const struct l4lb_conn_key *k)
+{
+	uint64_t w[5];
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+
+	memcpy(w, k, sizeof(w));
+	for (unsigned i = 0; i < 5; i++)
+		h = mix64(h ^ w[i]) + i;
+	return h;
+}
+
+struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id)
+{
+	return &ct->entries[id];
+}
+
+static inline uint32_t sig_of(uint64_t h)
+{
+	return (uint32_t)(h >> 32) | 1u;
+}
+
+void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h)
+{
+	DPFLOW_PREFETCH(&ct->buckets[h & ct->mask]);
+}
+
+void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
+{
+	uint32_t b = (uint32_t)h & ct->mask, sig = sig_of(h);
+	const struct conn_bucket *bk = &ct->buckets[b];
+
+	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++)
+		if (bk->sig[w] == sig) {
+			DPFLOW_PREFETCH(&ct->entries[b * L4LB_CONN_WAYS + w]);
+			return;
+		}
+}
+
+static inline bool key_eq(const struct l4lb_conn_key *a,
+			  const struct l4lb_conn_key *b)
+{
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+static inline bool expired(const struct l4lb_conn_table *ct, uint32_t stamp,
+			   uint32_t now_ms)
+{
+	uint32_t age = ((now_ms & L4LB_CONN_STAMP_MAX) - MS_OF(stamp)) &
+		       L4LB_CONN_STAMP_MAX;
+
+	return age > ct->timeout[STATE_OF(stamp)];
+}
+
+/* Way of @k in bucket @b, or -1. Lock held. */
+static int find_way(struct l4lb_conn_table *ct, uint32_t b,
+		    const struct l4lb_conn_key *k, uint32_t sig,
+		    uint32_t now_ms)
+{
+	const struct conn_bucket *bk = &ct->buckets[b];
+
+	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
+		if (bk->sig[w] != sig)
+			continue;
+		if (expired(ct, bk->stamp[w], now_ms))
+			continue;
+		if (key_eq(&ct->entries[b * L4LB_CONN_WAYS + w].key, k))
+			return (int)w;
+	}
+	return -1;
+}
+
+uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
+			  const struct l4lb_conn_key *k, uint64_t h,
+			  uint32_t now_ms, uint8_t state, struct l4lb_conn *out)
+{
+	uint32_t b = (uint32_t)h & ct->mask;
+	struct conn_bucket *bk = &ct->buckets[b];
+	uint32_t id = L4LB_CONN_NONE;
+	int w;
+
+	lock_take(ct, lock_of(b));
+	w = find_way(ct, b, k, sig_of(h), now_ms);
+	if (w >= 0) {
+		uint8_t st = (uint8_t)STATE_OF(bk->stamp[w]);
+
+		if (state != L4LB_CONN_FREE &&
+		    !(st == L4LB_CONN_CLOSING && state != L4LB_CONN_CLOSING))
+			st = state;
+		bk->stamp[w] = STAMP(now_ms, st);
+		id = b * L4LB_CONN_WAYS + (uint32_t)w;
+		if (out)
+			*out = ct->entries[id];
+	}
+	lock_give(ct, lock_of(b));
+	return id;
+}
+
+uint8_t l4lb_conn_touch(struct l4lb_conn_table *ct, uint32_t id,
+			uint32_t now_ms, uint8_t state)
+{
+	uint32_t b = id / L4LB_CONN_WAYS, w = id % L4LB_CONN_WAYS;
+	struct conn_bucket *bk = &ct->buckets[b];
+	uint8_t st = L4LB_CONN_FREE;
+
+	lock_take(ct, lock_of(b));
+	if (bk->sig[w] && !expired(ct, bk->stamp[w], now_ms)) {
+		st = (uint8_t)STATE_OF(bk->stamp[w]);
+		if (state != L4LB_CONN_FREE &&
+		    !(st == L4LB_CONN_CLOSING && state != L4LB_CONN_CLOSING))
+			st = state;
+		bk->stamp[w] = STAMP(now_ms, st);
+	}
+	lock_give(ct, lock_of(b));
+	return st;
+}
+
+/* Free way @w of bucket @b (lock held). */
+static void clear_way(struct l4lb_conn_table *ct, uint32_t b, unsigned w)
+{
+	ct->buckets[b].sig[w] = 0;
+	ct->buckets[b].stamp[w] = 0;
+}
+
+/* Free the twin of entry @id when it still points back (lock of the
+ * twin's bucket taken here; the caller holds none of its own that could
+ * be out of order: twins are freed after the caller's lock is released). */
+static void free_twin(struct l4lb_conn_table *ct, uint32_t id, uint32_t peer)
+{
+	uint32_t pb = peer / L4LB_CONN_WAYS;
+
+	if (peer == L4LB_CONN_NONE)
+		return;
+	lock_take(ct, lock_of(pb));
+	if (ct->buckets[pb].sig[peer % L4LB_CONN_WAYS] &&
+	    ct->entries[peer].peer == id) {
+		clear_way(ct, pb, peer % L4LB_CONN_WAYS);
+		ct->entries[peer].peer = L4LB_CONN_NONE;
+	}
+	lock_give(ct, lock_of(pb));
+}
+
+/* Way to take in bucket @b for a flow in @state, or -1 (lock held).
+ * Sets *@victim_peer to the twin of a live entry replaced. */
+static int choose_way(struct l4lb_conn_table *ct, uint32_t b, uint8_t state,
+		      uint32_t now_ms, uint32_t *victim_peer)
+{
+	const struct conn_bucket *bk = &ct->buckets[b];
+	int lru_half = -1, lru_any = -1;
+	uint32_t age_half = 0, age_any = 0;
+
+	*victim_peer = L4LB_CONN_NONE;
+	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
+		uint32_t st, age;
+
+		if (!bk->sig[w])
+			return (int)w;
+		if (expired(ct, bk->stamp[w], now_ms)) {
+			count(ct, &ct->stats.expired);
+			*victim_peer = ct->entries[b * L4LB_CONN_WAYS + w].peer;
+			return (int)w;
+		}
+		st = STATE_OF(bk->stamp[w]);
+		age = ((now_ms & L4LB_CONN_STAMP_MAX) - MS_OF(bk->stamp[w])) &
+		      L4LB_CONN_STAMP_MAX;
+		if (st != L4LB_CONN_ESTABLISHED &&
+		    (lru_half < 0 || age >= age_half)) {
+			lru_half = (int)w;
+			age_half = age;
+		}
+		if (lru_any < 0 || age >= age_any) {
+			lru_any = (int)w;
+			age_any = age;
+		}
+	}
+	if (lru_half < 0 && state != L4LB_CONN_ESTABLISHED)
+		return -1;
+	if (lru_half < 0)
+		lru_half = lru_any;
+	count(ct, &ct->stats.replaced);
+	*victim_peer =
+	    ct->entries[b * L4LB_CONN_WAYS + (unsigned)lru_half].peer;
+	return lru_half;
+}
+
+uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
+			  uint64_t h, uint32_t now_ms, uint8_t state)
+{
+	uint32_t b = (uint32_t)h & ct->mask;
+	uint32_t sig = sig_of(h), id, victim_peer;
+	int w;
+
+	lock_take(ct, lock_of(b));
+	if (find_way(ct, b, &c->key, sig, now_ms) >= 0) {
+		lock_give(ct, lock_of(b));
+		return L4LB_CONN_NONE;
+	}
+	w = choose_way(ct, b, state, now_ms, &victim_peer);
+	if (w < 0) {
+		lock_give(ct, lock_of(b));
+		count(ct, &ct->stats.refused);
+		return L4LB_CONN_NONE;
+	}
+	id = b * L4LB_CONN_WAYS + (uint32_t)w;
+	ct->entries[id] = *c;
+	ct->entries[id].peer = L4LB_CONN_NONE;
+	ct->buckets[b].sig[w] = sig;
+	ct->buckets[b].stamp[w] = STAMP(now_ms, state);
+	lock_give(ct, lock_of(b));
+	if (victim_peer != L4LB_CONN_NONE)
+		free_twin(ct, id, victim_peer);
+	count(ct, &ct->stats.created);
+	return id;
+}
+
+void l4lb_conn_link(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
+{
+	uint32_t ba = a / L4LB_CONN_WAYS, bb = b / L4LB_CONN_WAYS;
+
+	lock_two(ct, ba, bb);
+	ct->entries[a].peer = b;
+	ct->entries[b].peer = a;
+	unlock_two(ct, ba, bb);
+}
+
+void l4lb_conn_free(struct l4lb_conn_table *ct, uint32_t id)
+{
+	uint32_t b = id / L4LB_CONN_WAYS, peer;
+
+	lock_take(ct, lock_of(b));
+	peer = ct->entries[id].peer;
+	clear_way(ct, b, id % L4LB_CONN_WAYS);
+	ct->entries[id].peer = L4LB_CONN_NONE;
+	lock_give(ct, lock_of(b));
+	free_twin(ct, id, peer);
+}
+
+void l4lb_conn_set_backend(struct l4lb_conn_table *ct, uint32_t id,
+			   uint32_t backend, uint16_t snat_port)
+{
+	uint32_t b = id / L4LB_CONN_WAYS;
+
+	lock_take(ct, lock_of(b));
+	ct->entries[id].backend = backend;
+	ct->entries[id].snat_port = snat_port;
+	lock_give(ct, lock_of(b));
+}
+
+uint32_t l4lb_conn_count(struct l4lb_conn_table *ct, uint32_t now_ms,
+			 uint32_t *established)
+{
+	uint32_t live = 0, est = 0;
+
+	for (uint32_t b = 0; b <= ct->mask; b++) {
+		lock_take(ct, lock_of(b));
+		for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
+			uint32_t s = ct->buckets[b].stamp[w];
+
+			if (!ct->buckets[b].sig[w] || expired(ct, s, now_ms))
+				continue;
+			live++;
+			est += STATE_OF(s) == L4LB_CONN_ESTABLISHED;
+		}
+		lock_give(ct, lock_of(b));
+	}
+	if (established)
+		*established = est;
+	return live;
+}
+
+void l4lb_conn_stats_get(const struct l4lb_conn_table *ct,
+			 struct l4lb_conn_stats *s)
+{
+	s->created = __atomic_load_n(&ct->stats.created, __ATOMIC_RELAXED);
+	s->replaced = __atomic_load_n(&ct->stats.replaced, __ATOMIC_RELAXED);
+	s->refused = __atomic_load_n(&ct->stats.refused, __ATOMIC_RELAXED);
+	s->expired = __atomic_load_n(&ct->stats.expired, __ATOMIC_RELAXED);
+}

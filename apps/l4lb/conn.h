@@ -1,0 +1,157 @@
+/*
+ * The balancer's connection table: which backend each tracked flow went
+ * to, so that an established flow keeps its backend when the backend set
+ * changes, and (full NAT) the SNAT binding of each flow with its reverse
+ * key, so that replies are translated back.
+ *
+ * A fixed-size set-associative table: 2^k buckets of 8 ways. A bucket's
+ * first cache line holds the 8 signatures and the 8 stamps (last use in
+ * milliseconds and the state), so that a lookup reads one line per bucket
+ * and one entry line per match; bulk lookups prefetch both a burst ahead.
+ * Memory is fixed at creation: a flood of new flows cannot grow it.
+ *
+ * Replacement, when a bucket has no free or expired way: a new half-open
+ * flow replaces the least recently used half-open flow of its bucket and
+ * never an established one (it is then forwarded untracked, by Maglev,
+ * and counted as refused); a new established flow replaces the least
+ * recently used flow of its bucket, half-open ones first. Entries expire
+ * lazily: an entry older than its state's timeout is free for reuse.
+ *
+ * Threads: with @shared false, one thread uses the table; with @shared
+ * true, any number of data threads may, and every operation holds the
+ * striped spinlock of the bucket(s) it touches (two at once in bucket
+ * index order for twin entries). The control thread only reads counters.
+ */
+#ifndef DPFLOW_L4LB_CONN_H
+#define DPFLOW_L4LB_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dpflow/common.h"
+
+#define L4LB_CONN_WAYS	    8u
+#define L4LB_CONN_NONE	    UINT32_MAX
+#define L4LB_CONN_MIN	    64u
+#define L4LB_CONN_MAX	    (1u << 28)
+#define L4LB_CONN_LOCKS	    4096u
+#define L4LB_CONN_STAMP_MAX 0x3fffffffu /* stamps are ms modulo 2^30 */
+
+/* Flow states (two bits of the stamp word). */
+enum l4lb_conn_state {
+	L4LB_CONN_FREE = 0,
+	L4LB_CONN_HALF_OPEN, /* a TCP SYN or one UDP packet seen */
+	L4LB_CONN_ESTABLISHED,
+	L4LB_CONN_CLOSING, /* a FIN or RST seen */
+};
+
+/* A flow's key: addresses in network order (IPv4 in the first 4 bytes,
+ * the rest zero), ports in host order. */
+struct l4lb_conn_key {
+	uint8_t src[16];
+	uint8_t dst[16];
+	uint16_t sport;
+	uint16_t dport;
+	uint8_t proto;
+	uint8_t v6;
+	uint8_t pad[2];
+};
+
+/* One tracked direction. */
+struct l4lb_conn {
+	struct l4lb_conn_key key;
+	uint32_t backend;   /* forward entry: backend id */
+	uint32_t peer;	    /* the twin entry (NAT), or L4LB_CONN_NONE */
+	uint16_t service;   /* service id */
+	uint16_t snat_port; /* forward entry, NAT: the SNAT port */
+	uint8_t reverse;    /* 1: a reply key (backend -> SNAT address) */
+	uint8_t pad[11];
+};
+DPFLOW_STATIC_ASSERT(sizeof(struct l4lb_conn) == 64, "an entry is a line");
+
+/* Timeouts per state, milliseconds. */
+struct l4lb_conn_timeouts {
+	uint32_t half_open;   /* default 5000 */
+	uint32_t established; /* default 300000 */
+	uint32_t closing;     /* default 10000 */
+};
+
+struct l4lb_conn_stats {
+	uint64_t created;  /* entries inserted */
+	uint64_t replaced; /* live entries replaced (LRU) */
+	uint64_t refused;  /* half-open flows not tracked: bucket full */
+	uint64_t expired;  /* expired entries reused */
+};
+
+struct l4lb_conn_table;
+
+/*
+ * A table of at least @entries entries (rounded up to a power of two,
+ * L4LB_CONN_MIN..L4LB_CONN_MAX), @t timeouts (NULL or 0 fields: the
+ * defaults). NULL when out of memory or @entries is out of range.
+ */
+struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
+					 const struct l4lb_conn_timeouts *t);
+void l4lb_conn_destroy(struct l4lb_conn_table *ct);
+uint32_t l4lb_conn_capacity(const struct l4lb_conn_table *ct);
+
+/* The 64-bit hash of a key (also what Maglev slots are chosen by). */
+uint64_t l4lb_conn_hash(const struct l4lb_conn_key *k);
+
+/* Entry @id (valid until the entry is freed or replaced). */
+struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id);
+
+/* Prefetch the bucket line of hash @h. */
+void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h);
+
+/* Prefetch the entry line of @k's hash @h when its bucket has a way with
+ * that signature (the bucket line should be in cache by now). A hint:
+ * reads without the lock. */
+void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h);
+
+/*
+ * Find the live entry of @k (hash @h) at time @now_ms: its id, or
+ * L4LB_CONN_NONE. A hit refreshes the entry's stamp and, when @state is
+ * not FREE, moves it to @state (never back from CLOSING to
+ * HALF_OPEN). Copies the entry to @out when found (@out may be NULL).
+ */
+uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
+			  const struct l4lb_conn_key *k, uint64_t h,
+			  uint32_t now_ms, uint8_t state,
+			  struct l4lb_conn *out);
+
+/*
+ * Insert @c (its key hashed to @h) in @state at @now_ms. Fails with
+ * L4LB_CONN_NONE when a live entry with the same key exists (@unique) or
+ * when no way may be taken (a half-open flow in a bucket of established
+ * ones). A replaced entry's twin is freed with it. Returns the entry id.
+ */
+uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
+			  uint64_t h, uint32_t now_ms, uint8_t state);
+
+/*
+ * Refresh entry @id at @now_ms and move it to @state as a lookup does
+ * (FREE: keep its state). Returns its state, or L4LB_CONN_FREE when the
+ * entry is free or expired (nothing changes then).
+ */
+uint8_t l4lb_conn_touch(struct l4lb_conn_table *ct, uint32_t id,
+			uint32_t now_ms, uint8_t state);
+
+/* Link two entries as twins (each one's peer is the other). */
+void l4lb_conn_link(struct l4lb_conn_table *ct, uint32_t a, uint32_t b);
+
+/* Free entry @id and its twin. */
+void l4lb_conn_free(struct l4lb_conn_table *ct, uint32_t id);
+
+/* Point forward entry @id at @backend (and @snat_port). */
+void l4lb_conn_set_backend(struct l4lb_conn_table *ct, uint32_t id,
+			   uint32_t backend, uint16_t snat_port);
+
+/* Live entries at @now_ms (a scan: control thread, tests). */
+uint32_t l4lb_conn_count(struct l4lb_conn_table *ct, uint32_t now_ms,
+			 uint32_t *established);
+
+void l4lb_conn_stats_get(const struct l4lb_conn_table *ct,
+			 struct l4lb_conn_stats *s);
+
+#endif /* DPFLOW_L4LB_CONN_H */

@@ -1,0 +1,720 @@
+/*
+ * The balancer's control side (l4lb.h): services and backends edited in
+ * a private copy of the view, Maglev tables rebuilt for the services that
+ * changed, the root pipes' address entries replaced in one batch, and the
+ * new view published by pointer swap after a grace period.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpflow/clock.h"
+
+#include "l4lb/lb_internal.h"
+#include "l4lb/maglev.h"
+
+/* addresses (a VIP and a SNAT address per service); the pipe holds two
+ * sets, since a commit replaces every entry in one batch */
+#define ROOT_ADDRS     (2u * L4LB_SERVICES_MAX)
+#define ROOT_PIPE_SIZE (2u * ROOT_ADDRS)
+
+static const uint8_t zero_mac[6];
+
+static struct lb_view *view_alloc(void)
+{
+	struct lb_view *v = aligned_alloc(DPFLOW_CACHE_LINE, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	memset(v, 0, sizeof(*v));
+	memset(v->svc_hash, 0xff, sizeof(v->svc_hash));
+	memset(v->snat_hash, 0xff, sizeof(v->snat_hash));
+	return v;
+}
+
+/* Free @old's Maglev tables that @keep does not use, then @old. */
+static void view_free(struct lb_view *old, const struct lb_view *keep)
+{
+	if (!old)
+		return;
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++)
+		if (old->svc[s].maglev &&
+		    (!keep || keep->svc[s].maglev != old->svc[s].maglev))
+			free(old->svc[s].maglev);
+	free(old);
+}
+
+/* The view to edit: a copy of the published one, made on first use. */
+static struct lb_view *edit(struct l4lb *lb, struct dpflow_error *err)
+{
+	if (lb->next)
+		return lb->next;
+	lb->next = view_alloc();
+	if (!lb->next) {
+		dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	memcpy(lb->next, lb->view, sizeof(*lb->next));
+	return lb->next;
+}
+
+static const struct lb_view *cur(const struct l4lb *lb)
+{
+	return lb->next ? lb->next : lb->view;
+}
+
+static int root_pipe(struct l4lb *lb, unsigned i, uint16_t port,
+		     struct dpflow_error *err)
+{
+	struct dpflow_pipe_cfg pc;
+	char name[DPFLOW_NAME_MAX];
+
+	memset(&pc, 0, sizeof(pc));
+	snprintf(name, sizeof(name), "l4lb_in%u", i);
+	pc.name = name;
+	pc.type = DPFLOW_PIPE_CONTROL;
+	pc.root = true;
+	pc.port = port;
+	pc.size = ROOT_PIPE_SIZE;
+	pc.match.n = 3;
+	pc.match.f[0].field = DPFLOW_FIELD_OUTER_L3_TYPE;
+	pc.match.f[0].per_entry = true;
+	pc.match.f[1].field = DPFLOW_FIELD_OUTER_IPV4_DST;
+	pc.match.f[1].per_entry = true;
+	pc.match.f[2].field = DPFLOW_FIELD_OUTER_IPV6_DST;
+	pc.match.f[2].per_entry = true;
+	pc.monitor.counter = true;
+	pc.fwd.kind = DPFLOW_FWD_HANDLER;
+	pc.fwd.handler = l4lb_handle;
+	pc.fwd.handler_arg = lb;
+	pc.miss_fwd.kind = DPFLOW_FWD_DROP;
+	lb->root[i] = dpflow_pipe_create(lb->ctx, &pc, err);
+	return lb->root[i] ? 0 : -EINVAL;
+}
+
+struct l4lb *l4lb_create(struct dpflow_ctx *ctx, const struct l4lb_cfg *cfg,
+			 struct dpflow_error *err)
+{
+	struct l4lb *lb;
+	unsigned ports = dpflow_ctx_port_count(ctx);
+
+	if (cfg->client_port >= ports || cfg->backend_port >= ports) {
+		dpflow_error_set(err, EINVAL, "port", "no such port");
+		return NULL;
+	}
+	if (cfg->maglev_size && !l4lb_is_prime(cfg->maglev_size)) {
+		dpflow_error_set(err, EINVAL, "maglev_size",
+				 "%" PRIu32 " is not a prime",
+				 cfg->maglev_size);
+		return NULL;
+	}
+	lb = calloc(1, sizeof(*lb));
+	if (!lb) {
+		dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	lb->ctx = ctx;
+	lb->cfg = *cfg;
+	if (!lb->cfg.maglev_size)
+		lb->cfg.maglev_size = L4LB_MAGLEV_SIZE_DEFAULT;
+	if (!lb->cfg.conn_entries)
+		lb->cfg.conn_entries = L4LB_CONN_TABLE_DEFAULT;
+	lb->view = view_alloc();
+	lb->shards = aligned_alloc(DPFLOW_CACHE_LINE,
+				   DPFLOW_THREAD_SHARDS * sizeof(*lb->shards));
+	lb->conns =
+	    l4lb_conn_create(lb->cfg.conn_entries, cfg->shared, &cfg->timeouts);
+	if (!lb->view || !lb->shards || !lb->conns) {
+		dpflow_error_set(err, ENOMEM, "conn_table",
+				 "out of memory for %" PRIu32 " connections",
+				 lb->cfg.conn_entries);
+		goto fail;
+	}
+	memset(lb->shards, 0, DPFLOW_THREAD_SHARDS * sizeof(*lb->shards));
+	lb->q = dpflow_queue_create(ctx, err);
+	if (!lb->q)
+		goto fail;
+	if (root_pipe(lb, 0, cfg->client_port, err))
+		goto fail;
+	if (cfg->backend_port != cfg->client_port &&
+	    root_pipe(lb, 1, cfg->backend_port, err))
+		goto fail;
+	return lb;
+fail:
+	l4lb_destroy(lb);
+	return NULL;
+}
+
+void l4lb_destroy(struct l4lb *lb)
+{
+	if (!lb)
+		return;
+	if (lb->q)
+		dpflow_queue_destroy(lb->q);
+	view_free(lb->next, lb->view);
+	view_free(lb->view, NULL);
+	l4lb_conn_destroy(lb->conns);
+	free(lb->shards);
+	free(lb);
+}
+
+static bool addr_eq(const struct l4lb_addr *a, const struct l4lb_addr *b)
+{
+	return a->v6 == b->v6 && !memcmp(a->b, b->b, a->v6 ? 16 : 4);
+}
+
+static bool addr_set(const struct l4lb_addr *a)
+{
+	static const uint8_t zero[16];
+
+	return memcmp(a->b, zero, 16) != 0;
+}
+
+int l4lb_service_find(const struct l4lb *lb, const char *name)
+{
+	const struct lb_view *v = cur(lb);
+
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++)
+		if (v->svc[s].used && !strcmp(v->svc[s].cfg.name, name))
+			return (int)s;
+	return -ENOENT;
+}
+
+int l4lb_service_add(struct l4lb *lb, const struct l4lb_service_cfg *s,
+		     struct dpflow_error *err)
+{
+	struct lb_view *v;
+	unsigned id;
+
+	if (!s->name[0] || strlen(s->name) >= L4LB_NAME_MAX)
+		return dpflow_error_set(err, EINVAL, "name",
+					"a service needs a name");
+	if (l4lb_service_find(lb, s->name) >= 0)
+		return dpflow_error_set(err, EEXIST, "name",
+					"service %s exists", s->name);
+	if (s->proto != 6 && s->proto != 17)
+		return dpflow_error_set(err, EINVAL, "proto",
+					"proto must be tcp or udp");
+	if (s->mode > L4LB_MODE_GUE)
+		return dpflow_error_set(err, EINVAL, "mode", "bad mode");
+	if (s->mode == L4LB_MODE_NAT &&
+	    (!addr_set(&s->snat) || s->snat.v6 != s->vip.v6))
+		return dpflow_error_set(err, EINVAL, "snat",
+					"a nat service needs a SNAT address "
+					"of the VIP's family");
+	if (s->mode != L4LB_MODE_NAT && !addr_set(&s->encap_src))
+		return dpflow_error_set(err, EINVAL, "encap_src",
+					"a dsr service needs encap_src");
+	for (unsigned i = 0; i < L4LB_SERVICES_MAX; i++) {
+		const struct l4lb_service_cfg *o = &cur(lb)->svc[i].cfg;
+
+		if (!cur(lb)->svc[i].used)
+			continue;
+		if (addr_eq(&o->vip, &s->vip) && o->proto == s->proto &&
+		    o->port == s->port)
+			return dpflow_error_set(err, EEXIST, "vip",
+						"service %s has the same VIP, "
+						"proto and port",
+						o->name);
+		if (s->mode == L4LB_MODE_NAT && addr_eq(&o->vip, &s->snat))
+			return dpflow_error_set(err, EINVAL, "snat",
+						"the SNAT address is the VIP "
+						"of %s",
+						o->name);
+	}
+	v = edit(lb, err);
+	if (!v)
+		return -ENOMEM;
+	for (id = 0; id < L4LB_SERVICES_MAX && v->svc[id].used; id++)
+		;
+	if (id == L4LB_SERVICES_MAX)
+		return dpflow_error_set(err, ENOSPC, "services",
+					"at most %u services",
+					L4LB_SERVICES_MAX);
+	memset(&v->svc[id], 0, sizeof(v->svc[id]));
+	v->svc[id].used = true;
+	v->svc[id].cfg = *s;
+	if (!v->svc[id].cfg.gue_port)
+		v->svc[id].cfg.gue_port = L4LB_GUE_PORT_DEFAULT;
+	lb->svc_dirty[id] = true;
+	return (int)id;
+}
+
+int l4lb_service_remove(struct l4lb *lb, const char *name,
+			struct dpflow_error *err)
+{
+	int id = l4lb_service_find(lb, name);
+	struct lb_view *v;
+
+	if (id < 0)
+		return dpflow_error_set(err, ENOENT, "name", "no service %s",
+					name);
+	v = edit(lb, err);
+	if (!v)
+		return -ENOMEM;
+	for (unsigned b = 0; b < L4LB_BACKENDS_MAX; b++)
+		if (v->be[b].used && v->be[b].service == id)
+			v->be[b].used = false;
+	v->svc[id].used = false;
+	lb->svc_dirty[id] = true;
+	return 0;
+}
+
+int l4lb_backend_find(const struct l4lb *lb, int svc,
+		      const struct l4lb_addr *addr, uint16_t port)
+{
+	const struct lb_view *v = cur(lb);
+
+	for (unsigned b = 0; b < L4LB_BACKENDS_MAX; b++)
+		if (v->be[b].used && v->be[b].service == svc &&
+		    addr_eq(&v->be[b].cfg.addr, addr) &&
+		    v->be[b].cfg.port == port)
+			return (int)b;
+	return -ENOENT;
+}
+
+int l4lb_backend_add(struct l4lb *lb, int svc, const struct l4lb_backend_cfg *b,
+		     struct dpflow_error *err)
+{
+	struct lb_view *v;
+	unsigned id;
+
+	if (svc < 0 || svc >= (int)L4LB_SERVICES_MAX || !cur(lb)->svc[svc].used)
+		return dpflow_error_set(err, ENOENT, "service",
+					"no such service");
+	if (!addr_set(&b->addr))
+		return dpflow_error_set(err, EINVAL, "addr",
+					"a backend needs an address");
+	if (cur(lb)->svc[svc].cfg.mode == L4LB_MODE_NAT &&
+	    b->addr.v6 != cur(lb)->svc[svc].cfg.vip.v6)
+		return dpflow_error_set(err, EINVAL, "addr",
+					"a nat backend has the VIP's family");
+	if (l4lb_backend_find(lb, svc, &b->addr, b->port) >= 0)
+		return dpflow_error_set(err, EEXIST, "addr",
+					"the backend exists");
+	v = edit(lb, err);
+	if (!v)
+		return -ENOMEM;
+	for (id = 0; id < L4LB_BACKENDS_MAX && v->be[id].used; id++)
+		;
+	if (id == L4LB_BACKENDS_MAX)
+		return dpflow_error_set(err, ENOSPC, "backends",
+					"at most %u backends",
+					L4LB_BACKENDS_MAX);
+	memset(&v->be[id], 0, sizeof(v->be[id]));
+	v->be[id].used = true;
+	v->be[id].up = true;
+	v->be[id].service = (uint16_t)svc;
+	v->be[id].cfg = *b;
+	memcpy(v->be[id].dst_mac,
+	       memcmp(b->mac, zero_mac, 6) ? b->mac : lb->cfg.backend_gw_mac,
+	       6);
+	lb->svc_dirty[svc] = true;
+	return (int)id;
+}
+
+static struct lb_backend *backend_edit(struct l4lb *lb, uint32_t id,
+				       struct dpflow_error *err)
+{
+	struct lb_view *v;
+
+	if (id >= L4LB_BACKENDS_MAX || !cur(lb)->be[id].used) {
+		dpflow_error_set(err, ENOENT, "backend", "no backend %" PRIu32,
+				 id);
+		return NULL;
+	}
+	v = edit(lb, err);
+	if (!v)
+		return NULL;
+	lb->svc_dirty[v->be[id].service] = true;
+	return &v->be[id];
+}
+
+int l4lb_backend_remove(struct l4lb *lb, uint32_t id, struct dpflow_error *err)
+{
+	struct lb_backend *b = backend_edit(lb, id, err);
+
+	if (!b)
+		return -err->code;
+	b->used = false;
+	return 0;
+}
+
+int l4lb_backend_set_weight(struct l4lb *lb, uint32_t id, uint32_t weight,
+			    struct dpflow_error *err)
+{
+	struct lb_backend *b = backend_edit(lb, id, err);
+
+	if (!b)
+		return -err->code;
+	b->cfg.weight = weight;
+	return 0;
+}
+
+int l4lb_backend_set_up(struct l4lb *lb, uint32_t id, bool up,
+			struct dpflow_error *err)
+{
+	struct lb_backend *b = backend_edit(lb, id, err);
+
+	if (!b)
+		return -err->code;
+	b->up = up;
+	return 0;
+}
+
+/* Maglev name of a backend: "addr:port" (stable across instances). */
+static void backend_name(const struct lb_backend *b, char *out, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	inet_ntop(b->cfg.addr.v6 ? AF_INET6 : AF_INET, b->cfg.addr.b, a,
+		  sizeof(a));
+	snprintf(out, len, "%s:%u", a, b->cfg.port);
+}
+
+/* Rebuild service @s's Maglev table in @v (a new allocation). */
+static int maglev_rebuild(struct l4lb *lb, struct lb_view *v, unsigned s,
+			  struct dpflow_error *err)
+{
+	struct l4lb_maglev_backend *mb = NULL;
+	char(*names)[L4LB_MAGLEV_NAME_MAX] = NULL;
+	uint32_t *ids = NULL, *table = NULL, n = 0, m = lb->cfg.maglev_size;
+	int rc = -ENOMEM;
+
+	v->svc[s].maglev = NULL; /* the old table belongs to the old view */
+	v->svc[s].m = 0;
+	if (!v->svc[s].used)
+		return 0;
+	mb = calloc(L4LB_BACKENDS_MAX, sizeof(*mb));
+	names = calloc(L4LB_BACKENDS_MAX, sizeof(*names));
+	ids = calloc(L4LB_BACKENDS_MAX, sizeof(*ids));
+	if (!mb || !names || !ids)
+		goto out;
+	for (unsigned b = 0; b < L4LB_BACKENDS_MAX; b++) {
+		const struct lb_backend *be = &v->be[b];
+
+		if (!be->used || be->service != s || !be->up || !be->cfg.weight)
+			continue;
+		backend_name(be, names[n], sizeof(names[n]));
+		mb[n].name = names[n];
+		mb[n].weight = be->cfg.weight;
+		ids[n++] = b;
+	}
+	if (!n) {
+		rc = 0;
+		goto out;
+	}
+	table = malloc((size_t)m * sizeof(*table));
+	if (!table)
+		goto out;
+	rc = l4lb_maglev_build(mb, n, m, table);
+	if (rc) {
+		dpflow_error_set(err, -rc, "backends",
+				 "Maglev table of %s: error %d",
+				 v->svc[s].cfg.name, rc);
+		free(table);
+		goto out;
+	}
+	for (uint32_t i = 0; i < m; i++)
+		table[i] = ids[table[i]];
+	v->svc[s].maglev = table;
+	v->svc[s].m = m;
+out:
+	if (rc == -ENOMEM)
+		dpflow_error_set(err, -rc, NULL, "out of memory");
+	free(mb);
+	free(names);
+	free(ids);
+	return rc;
+}
+
+static void hashes_rebuild(struct lb_view *v)
+{
+	memset(v->svc_hash, 0xff, sizeof(v->svc_hash));
+	memset(v->snat_hash, 0xff, sizeof(v->snat_hash));
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
+		const struct l4lb_service_cfg *c = &v->svc[s].cfg;
+		uint32_t h;
+
+		if (!v->svc[s].used)
+			continue;
+		h = lb_svc_hash(c->vip.b, c->vip.v6, c->proto, c->port);
+		while (v->svc_hash[h % SVC_HASH_SIZE] != SVC_NONE)
+			h++;
+		v->svc_hash[h % SVC_HASH_SIZE] = (uint16_t)s;
+		if (c->mode != L4LB_MODE_NAT ||
+		    lb_snat_lookup(v, c->snat.b, c->snat.v6) != SVC_NONE)
+			continue;
+		h = lb_svc_hash(c->snat.b, c->snat.v6, 0, 0);
+		while (v->snat_hash[h % SVC_HASH_SIZE] != SVC_NONE)
+			h++;
+		v->snat_hash[h % SVC_HASH_SIZE] = (uint16_t)s;
+	}
+}
+
+/* An address the root pipes send to the handler. */
+static void addr_entry(const struct l4lb_addr *a, struct dpflow_entry_cfg *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->key[0] = a->v6 ? DPFLOW_L3_IPV6 : DPFLOW_L3_IPV4;
+	e->mask[0] = 0xff;
+	if (a->v6) {
+		memcpy(e->key + 5, a->b, 16);
+		memset(e->mask + 5, 0xff, 16);
+	} else {
+		memcpy(e->key + 1, a->b, 4);
+		memset(e->mask + 1, 0xff, 4);
+	}
+}
+
+/* Replace the root pipes' entries with @v's VIP and SNAT addresses. */
+static int roots_update(struct l4lb *lb, const struct lb_view *v,
+			struct dpflow_error *err)
+{
+	struct l4lb_addr addrs[ROOT_ADDRS];
+	unsigned n = 0;
+
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
+		const struct l4lb_service_cfg *c = &v->svc[s].cfg;
+		const struct l4lb_addr *cand[2] = {&c->vip, &c->snat};
+
+		if (!v->svc[s].used)
+			continue;
+		for (unsigned k = 0; k < (c->mode == L4LB_MODE_NAT ? 2u : 1u);
+		     k++) {
+			bool dup = false;
+
+			for (unsigned i = 0; i < n && !dup; i++)
+				dup = addr_eq(&addrs[i], cand[k]);
+			if (!dup)
+				addrs[n++] = *cand[k];
+		}
+	}
+	for (unsigned r = 0; r < 2; r++) {
+		if (!lb->root[r])
+			continue;
+		for (unsigned i = 0; i < ROOT_PIPE_SIZE; i++)
+			if (lb->vip_entry[r][i] &&
+			    dpflow_entry_remove(lb->q, lb->vip_entry[r][i],
+						NULL))
+				return dpflow_error_set(err, ENOSPC, NULL,
+							"entry queue full");
+		for (unsigned i = 0; i < n; i++) {
+			struct dpflow_entry_cfg e;
+
+			addr_entry(&addrs[i], &e);
+			e.priority = i;
+			if (!dpflow_entry_add(lb->q, lb->root[r], &e, NULL,
+					      err))
+				return err->code ? -err->code : -ENOSPC;
+		}
+	}
+	return 0;
+}
+
+static void on_entry(struct dpflow_entry *e, int status,
+		     const struct dpflow_error *err, void *user)
+{
+	(void)e;
+	(void)status;
+	(void)err;
+	(void)user;
+}
+
+int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
+{
+	struct lb_view *v = lb->next, *old;
+	int rc;
+
+	if (!v)
+		return 0;
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
+		if (!lb->svc_dirty[s])
+			continue;
+		rc = maglev_rebuild(lb, v, s, err);
+		if (rc)
+			goto undo;
+	}
+	hashes_rebuild(v);
+	rc = roots_update(lb, v, err);
+	if (rc == 0)
+		rc = dpflow_entries_process(lb->q, on_entry, err);
+	if (rc)
+		goto undo;
+	/* the handles of the entries now in the root pipes */
+	memset(lb->vip_entry, 0, sizeof(lb->vip_entry));
+	for (unsigned r = 0; r < 2; r++) {
+		unsigned k = 0;
+
+		if (!lb->root[r])
+			continue;
+		for (uint32_t slot = 0; slot < ROOT_PIPE_SIZE; slot++) {
+			const struct dpflow_entry *e =
+			    dpflow_pipe_entry(lb->root[r], slot);
+
+			if (e)
+				lb->vip_entry[r][k++] =
+				    (struct dpflow_entry *)e;
+		}
+	}
+	old = lb->view;
+	__atomic_store_n(&lb->view, v, __ATOMIC_RELEASE);
+	lb->next = NULL;
+	memset(lb->svc_dirty, 0, sizeof(lb->svc_dirty));
+	dpflow_ctx_synchronize(lb->ctx);
+	view_free(old, v);
+	return 0;
+undo:
+	/* the edited view is dropped; the published one stays */
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++)
+		if (lb->svc_dirty[s] && v->svc[s].maglev &&
+		    v->svc[s].maglev != lb->view->svc[s].maglev)
+			free(v->svc[s].maglev);
+	free(v);
+	lb->next = NULL;
+	memset(lb->svc_dirty, 0, sizeof(lb->svc_dirty));
+	return rc;
+}
+
+int l4lb_pick(const struct l4lb *lb, int svc, const struct l4lb_conn_key *k)
+{
+	const struct lb_view *v = lb->view;
+	uint64_t h = l4lb_conn_hash(k);
+
+	if (svc < 0 || svc >= (int)L4LB_SERVICES_MAX || !v->svc[svc].maglev)
+		return -ENOENT;
+	return (int)v->svc[svc].maglev[(uint32_t)(h >> 32) % v->svc[svc].m];
+}
+
+static void counter_sum(struct l4lb_counter *to, const struct l4lb_counter *c)
+{
+	to->pkts += __atomic_load_n(&c->pkts, __ATOMIC_RELAXED);
+	to->bytes += __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
+}
+
+int l4lb_service_stats(const struct l4lb *lb, int svc,
+		       struct l4lb_service_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (svc < 0 || svc >= (int)L4LB_SERVICES_MAX)
+		return -ENOENT;
+	for (unsigned t = 0; t < DPFLOW_THREAD_SHARDS; t++) {
+		const struct l4lb_service_stats *x = &lb->shards[t].svc[svc];
+
+		counter_sum(&s->fwd, &x->fwd);
+		counter_sum(&s->reply, &x->reply);
+		counter_sum(&s->icmp, &x->icmp);
+		s->new_flows +=
+		    __atomic_load_n(&x->new_flows, __ATOMIC_RELAXED);
+		s->untracked +=
+		    __atomic_load_n(&x->untracked, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+int l4lb_backend_info(const struct l4lb *lb, uint32_t id,
+		      struct l4lb_backend_info *info)
+{
+	const struct lb_view *v = cur(lb);
+	const struct lb_service *s;
+
+	memset(info, 0, sizeof(*info));
+	if (id >= L4LB_BACKENDS_MAX || !v->be[id].used)
+		return -ENOENT;
+	info->id = id;
+	info->service = v->be[id].service;
+	info->cfg = v->be[id].cfg;
+	info->up = v->be[id].up;
+	s = &lb->view->svc[info->service];
+	for (uint32_t i = 0; s->maglev && i < s->m; i++)
+		info->slots += s->maglev[i] == id;
+	for (unsigned t = 0; t < DPFLOW_THREAD_SHARDS; t++) {
+		counter_sum(&info->fwd, &lb->shards[t].be_fwd[id]);
+		info->new_flows += __atomic_load_n(&lb->shards[t].be_new[id],
+						   __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+const struct l4lb_service_cfg *l4lb_service_cfg(const struct l4lb *lb, int svc)
+{
+	const struct lb_view *v = cur(lb);
+
+	if (svc < 0 || svc >= (int)L4LB_SERVICES_MAX || !v->svc[svc].used)
+		return NULL;
+	return &v->svc[svc].cfg;
+}
+
+void l4lb_drops(const struct l4lb *lb, uint64_t drops[L4LB_DROP__COUNT])
+{
+	memset(drops, 0, L4LB_DROP__COUNT * sizeof(*drops));
+	for (unsigned t = 0; t < DPFLOW_THREAD_SHARDS; t++)
+		for (unsigned d = 0; d < L4LB_DROP__COUNT; d++)
+			drops[d] += __atomic_load_n(&lb->shards[t].drops[d],
+						    __ATOMIC_RELAXED);
+}
+
+struct l4lb_conn_table *l4lb_conns(struct l4lb *lb)
+{
+	return lb->conns;
+}
+
+static const char *mode_name(uint8_t m)
+{
+	return m == L4LB_MODE_NAT    ? "nat"
+	       : m == L4LB_MODE_IPIP ? "ipip"
+				     : "gue";
+}
+
+void l4lb_print(const struct l4lb *lb, FILE *f)
+{
+	uint64_t drops[L4LB_DROP__COUNT];
+	struct l4lb_conn_stats cs;
+
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
+		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, (int)s);
+		struct l4lb_service_stats st;
+		char a[INET6_ADDRSTRLEN];
+
+		if (!c)
+			continue;
+		l4lb_service_stats(lb, (int)s, &st);
+		inet_ntop(c->vip.v6 ? AF_INET6 : AF_INET, c->vip.b, a,
+			  sizeof(a));
+		fprintf(
+		    f,
+		    "l4lb service %s %s %s:%u %s: fwd %" PRIu64 " pkts %" PRIu64
+		    " bytes, reply %" PRIu64 " pkts, icmp %" PRIu64
+		    ", new flows %" PRIu64 ", untracked %" PRIu64 "\n",
+		    c->name, c->proto == 6 ? "tcp" : "udp", a, c->port,
+		    mode_name(c->mode), st.fwd.pkts, st.fwd.bytes,
+		    st.reply.pkts, st.icmp.pkts, st.new_flows, st.untracked);
+		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
+			struct l4lb_backend_info bi;
+
+			if (l4lb_backend_info(lb, b, &bi) || bi.service != s)
+				continue;
+			inet_ntop(bi.cfg.addr.v6 ? AF_INET6 : AF_INET,
+				  bi.cfg.addr.b, a, sizeof(a));
+			fprintf(f,
+				"  backend %s:%u weight %" PRIu32
+				" %s slots %" PRIu32 ": fwd %" PRIu64
+				" pkts, new flows %" PRIu64 "\n",
+				a, bi.cfg.port, bi.cfg.weight,
+				bi.up ? "up" : "down", bi.slots, bi.fwd.pkts,
+				bi.new_flows);
+		}
+	}
+	l4lb_conn_stats_get(lb->conns, &cs);
+	fprintf(f,
+		"l4lb connections: created %" PRIu64 ", replaced %" PRIu64
+		", refused %" PRIu64 ", expired %" PRIu64 "\n",
+		cs.created, cs.replaced, cs.refused, cs.expired);
+	l4lb_drops(lb, drops);
+	for (unsigned d = 0; d < L4LB_DROP__COUNT; d++)
+		if (drops[d])
+			fprintf(f, "l4lb drop %s: %" PRIu64 "\n",
+				l4lb_drop_name(d), drops[d]);
+}

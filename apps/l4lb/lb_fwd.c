@@ -1,0 +1,673 @@
+/*
+ * The balancer's data path (l4lb.h): a software handler that classifies
+ * a burst (to a VIP, a reply to a SNAT address, an ICMP error about a
+ * flow), looks the flows up in the connection table with the bucket
+ * lines prefetched a burst ahead, picks backends for new flows by Maglev,
+ * rewrites or encapsulates each packet and transmits it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "dpflow/clock.h"
+#include "dpflow/pool.h"
+
+#include "l4lb/lb_hdr.h"
+#include "l4lb/lb_internal.h"
+
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_ACK 0x10
+
+#define IPPROTO_TCP_	6
+#define IPPROTO_UDP_	17
+#define IPPROTO_ICMP_	1
+#define IPPROTO_ICMPV6_ 58
+
+#define FWD_BURST_MAX 256
+
+enum pkt_kind {
+	K_DROP = 0,
+	K_FWD,	 /* to a VIP */
+	K_REPLY, /* NAT: backend -> SNAT address */
+	K_ICMP,	 /* an ICMP error about a flow to a VIP */
+};
+
+struct pkt_work {
+	struct l4lb_conn_key key;
+	uint64_t h;
+	uint32_t idx;
+	uint16_t svc;
+	uint8_t kind;
+	uint8_t drop;
+	uint8_t new_state; /* connection state this packet moves to */
+	uint16_t emb_off;  /* ICMP: the embedded IP header */
+};
+
+static const char *const drop_names[] = {
+#define L4LB_DROP_NAME_(n, s) s,
+    L4LB_FOREACH_DROP(L4LB_DROP_NAME_)
+#undef L4LB_DROP_NAME_
+};
+
+const char *l4lb_drop_name(unsigned d)
+{
+	return d < L4LB_DROP__COUNT ? drop_names[d] : "unknown";
+}
+
+uint32_t lb_svc_hash(const uint8_t addr[16], uint8_t v6, uint8_t proto,
+		     uint16_t port)
+{
+	uint32_t h = 2166136261u;
+
+	for (unsigned i = 0; i < (v6 ? 16u : 4u); i++)
+		h = (h ^ addr[i]) * 16777619u;
+	h = (h ^ proto) * 16777619u;
+	h = (h ^ (port & 0xff)) * 16777619u;
+	h = (h ^ (port >> 8)) * 16777619u;
+	return h;
+}
+
+static uint16_t svc_find(const struct lb_view *v, const uint8_t dst[16],
+			 uint8_t v6, uint8_t proto, uint16_t port)
+{
+	uint32_t h = lb_svc_hash(dst, v6, proto, port);
+
+	for (unsigned i = 0; i < SVC_HASH_SIZE; i++) {
+		uint16_t s = v->svc_hash[(h + i) % SVC_HASH_SIZE];
+		const struct l4lb_service_cfg *c;
+
+		if (s == SVC_NONE)
+			return SVC_NONE;
+		c = &v->svc[s].cfg;
+		if (c->vip.v6 == v6 && c->proto == proto && c->port == port &&
+		    !memcmp(c->vip.b, dst, v6 ? 16 : 4))
+			return s;
+	}
+	return SVC_NONE;
+}
+
+uint16_t lb_svc_lookup(const struct lb_view *v, const uint8_t dst[16],
+		       uint8_t v6, uint8_t proto, uint16_t dport)
+{
+	uint16_t s = svc_find(v, dst, v6, proto, dport);
+
+	return s != SVC_NONE ? s : svc_find(v, dst, v6, proto, 0);
+}
+
+uint16_t lb_snat_lookup(const struct lb_view *v, const uint8_t dst[16],
+			uint8_t v6)
+{
+	uint32_t h = lb_svc_hash(dst, v6, 0, 0);
+
+	for (unsigned i = 0; i < SVC_HASH_SIZE; i++) {
+		uint16_t s = v->snat_hash[(h + i) % SVC_HASH_SIZE];
+		const struct l4lb_addr *a;
+
+		if (s == SVC_NONE)
+			return SVC_NONE;
+		a = &v->svc[s].cfg.snat;
+		if (a->v6 == v6 && !memcmp(a->b, dst, v6 ? 16 : 4))
+			return s;
+	}
+	return SVC_NONE;
+}
+
+static void key_set(struct l4lb_conn_key *k, const uint8_t *src,
+		    const uint8_t *dst, uint8_t v6, uint16_t sport,
+		    uint16_t dport, uint8_t proto)
+{
+	memset(k, 0, sizeof(*k));
+	memcpy(k->src, src, v6 ? 16 : 4);
+	memcpy(k->dst, dst, v6 ? 16 : 4);
+	k->v6 = v6;
+	k->sport = sport;
+	k->dport = dport;
+	k->proto = proto;
+}
+
+/* State a packet of the client's direction moves its flow to. */
+static uint8_t fwd_state(uint8_t proto, uint8_t flags, bool creating)
+{
+	if (proto != IPPROTO_TCP_)
+		return creating ? L4LB_CONN_HALF_OPEN : L4LB_CONN_ESTABLISHED;
+	if (flags & (TCP_FIN | TCP_RST))
+		return L4LB_CONN_CLOSING;
+	if ((flags & (TCP_SYN | TCP_ACK)) == TCP_SYN)
+		return creating ? L4LB_CONN_HALF_OPEN : L4LB_CONN_FREE;
+	return L4LB_CONN_ESTABLISHED;
+}
+
+/*
+ * ICMP error @m/@f about a flow: find the embedded packet (an IPv4 or
+ * IPv6 header and 4 bytes of TCP/UDP ports) and fill @w's key with the
+ * flow's client-side key (the embedded packet went VIP -> client).
+ */
+static bool icmp_classify(const struct lb_view *v, const uint8_t *f,
+			  const struct dpflow_pkt_meta *m, struct pkt_work *w)
+{
+	const struct dpflow_hdr *o = &m->outer;
+	uint32_t len = m->data_len, off = o->l4_off + 8u, ihl;
+	const uint8_t *e;
+	uint8_t type = (uint8_t)o->sport, proto, ev6;
+
+	if (o->l4_type == DPFLOW_L4_ICMP ? (type != 3 && type != 11)
+					 : (type < 1 || type > 3))
+		return false;
+	if (off + 1 > len)
+		return false;
+	e = f + off;
+	ev6 = (e[0] >> 4) == 6;
+	if ((e[0] >> 4) != (ev6 ? 6 : 4) ||
+	    ev6 != (o->l3_type == DPFLOW_L3_IPV6))
+		return false;
+	ihl = ev6 ? IPV6_HLEN_ : (e[0] & 0xfu) * 4u;
+	if (ihl < IPV4_HLEN_ || off + ihl + 4 > len)
+		return false;
+	proto = ev6 ? e[6] : e[9];
+	if (proto != IPPROTO_TCP_ && proto != IPPROTO_UDP_)
+		return false;
+	/* embedded: VIP:vport -> client:cport */
+	w->svc =
+	    lb_svc_lookup(v, ev6 ? e + 8 : e + 12, ev6, proto, ld16(e + ihl));
+	if (w->svc == SVC_NONE ||
+	    memcmp(v->svc[w->svc].cfg.vip.b, o->dst, ev6 ? 16 : 4))
+		return false;
+	key_set(&w->key, ev6 ? e + 24 : e + 16, ev6 ? e + 8 : e + 12, ev6,
+		ld16(e + ihl + 2), ld16(e + ihl), proto);
+	w->emb_off = (uint16_t)off;
+	return true;
+}
+
+static void classify(const struct l4lb *lb, const struct lb_view *v,
+		     struct dpflow_pool *pool, struct pkt_work *w)
+{
+	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	const struct dpflow_hdr *o = &m->outer;
+	uint8_t v6 = o->l3_type == DPFLOW_L3_IPV6;
+
+	w->kind = K_DROP;
+	if (o->l2_type != DPFLOW_L2_ETH ||
+	    (o->l3_type != DPFLOW_L3_IPV4 && !v6)) {
+		w->drop = L4LB_DROP_NOT_IP;
+		return;
+	}
+	if (o->frag != DPFLOW_FRAG_NONE) {
+		w->drop = L4LB_DROP_FRAGMENT;
+		return;
+	}
+	if (o->l4_type == DPFLOW_L4_TCP || o->l4_type == DPFLOW_L4_UDP) {
+		w->svc = lb_svc_lookup(v, o->dst, v6, o->proto, o->dport);
+		if (w->svc != SVC_NONE) {
+			w->kind = K_FWD;
+			key_set(&w->key, o->src, o->dst, v6, o->sport, o->dport,
+				o->proto);
+		} else if (lb_snat_lookup(v, o->dst, v6) != SVC_NONE) {
+			w->kind = K_REPLY;
+			key_set(&w->key, o->src, o->dst, v6, o->sport, o->dport,
+				o->proto);
+		} else {
+			w->drop = L4LB_DROP_NO_SERVICE;
+			return;
+		}
+	} else if (o->l4_type == DPFLOW_L4_ICMP ||
+		   o->l4_type == DPFLOW_L4_ICMPV6) {
+		if (!icmp_classify(v, dpflow_pkt_data(pool, w->idx), m, w)) {
+			w->drop = L4LB_DROP_ICMP_BAD;
+			return;
+		}
+		w->kind = K_ICMP;
+	} else {
+		w->drop = L4LB_DROP_NO_SERVICE;
+		return;
+	}
+	w->h = l4lb_conn_hash(&w->key);
+	l4lb_conn_prefetch(lb->conns, w->h);
+}
+
+/* ---- rewriting ----------------------------------------------------------
+ */
+
+static void eth_set(uint8_t *f, const uint8_t dst[6], const uint8_t src[6])
+{
+	memcpy(f, dst, 6);
+	memcpy(f + 6, src, 6);
+}
+
+/*
+ * Rewrite the addresses and ports of a TCP/UDP packet (IPv4 or IPv6 at
+ * @l3, L4 at @l4): source to @src:@sport, destination to @dst:@dport,
+ * with the IPv4 header checksum and the L4 checksum updated.
+ */
+static void nat_rewrite(uint8_t *l3, uint8_t *l4, uint8_t v6, uint8_t proto,
+			const uint8_t *src, uint16_t sport, const uint8_t *dst,
+			uint16_t dport)
+{
+	unsigned alen = v6 ? 16 : 4;
+	uint8_t *s = l3 + (v6 ? 8 : 12), *d = s + alen;
+	uint8_t ports[4];
+	uint32_t acc = 0;
+	uint8_t *ck = l4 + (proto == IPPROTO_TCP_ ? 16 : 6);
+
+	acc = csum_delta(acc, s, src, alen);
+	acc = csum_delta(acc, d, dst, alen);
+	if (!v6)
+		csum_apply(l3 + 10, acc);
+	st16(ports, sport);
+	st16(ports + 2, dport);
+	acc = csum_delta(acc, l4, ports, 4);
+	memcpy(s, src, alen);
+	memcpy(d, dst, alen);
+	memcpy(l4, ports, 4);
+	if (proto == IPPROTO_UDP_ && !v6 && ld16(ck) == 0)
+		return; /* IPv4 UDP without a checksum */
+	csum_apply(ck, acc);
+	if (proto == IPPROTO_UDP_ && ld16(ck) == 0)
+		st16(ck, 0xffff);
+}
+
+/*
+ * Move the frame's IP packet behind new outer headers of @hlen bytes
+ * (Ethernet included): the IP packet stays in place, the frame start moves
+ * back. Returns the new frame start, or NULL (no headroom, too long).
+ */
+static uint8_t *encap_room(struct dpflow_pool *pool, uint32_t idx,
+			   struct dpflow_pkt_meta *m, unsigned hlen,
+			   uint8_t *drop)
+{
+	unsigned l3 = m->outer.l3_off;
+	unsigned ip_len = m->data_len - l3;
+
+	if (m->outer.l3_len && m->outer.l3_len < ip_len)
+		ip_len = m->outer.l3_len; /* no Ethernet padding inside */
+
+	if (m->data_off + l3 < hlen) {
+		*drop = L4LB_DROP_NO_HEADROOM;
+		return NULL;
+	}
+	if (hlen + ip_len > UINT16_MAX) {
+		*drop = L4LB_DROP_TOO_BIG;
+		return NULL;
+	}
+	m->data_off = (uint16_t)(m->data_off + l3 - hlen);
+	m->data_len = (uint16_t)(hlen + ip_len);
+	return dpflow_pkt_data(pool, idx);
+}
+
+/* DSR: IP-in-IP or GUE toward backend @b. */
+static bool encap(const struct l4lb *lb, const struct lb_service *s,
+		  const struct lb_backend *b, struct dpflow_pool *pool,
+		  struct pkt_work *w)
+{
+	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	uint8_t in_v6 = m->outer.l3_type == DPFLOW_L3_IPV6;
+	uint8_t out_v6 = b->cfg.addr.v6;
+	bool gue = s->cfg.mode == L4LB_MODE_GUE;
+	unsigned ip_hlen = out_v6 ? IPV6_HLEN_ : IPV4_HLEN_;
+	unsigned hlen = ETH_HLEN_ + ip_hlen + (gue ? UDP_HLEN_ : 0);
+	uint8_t tos = m->outer.tos;
+	uint8_t *f, *ip, *udp;
+	unsigned plen;
+	uint8_t nh =
+	    gue ? IPPROTO_UDP_ : (in_v6 ? IPPROTO_IPV6_ : IPPROTO_IPIP_);
+
+	f = encap_room(pool, w->idx, m, hlen, &w->drop);
+	if (!f)
+		return false;
+	eth_set(f, b->dst_mac, lb->cfg.backend_mac);
+	st16(f + 12, out_v6 ? ETH_P_IPV6_ : ETH_P_IPV4_);
+	ip = f + ETH_HLEN_;
+	plen = m->data_len - ETH_HLEN_ - ip_hlen; /* after the outer IP */
+	if (out_v6) {
+		uint32_t fl = (uint32_t)w->h & 0xfffffu;
+
+		ip[0] = (uint8_t)(0x60 | tos >> 4);
+		ip[1] = (uint8_t)((tos & 0xf) << 4 | fl >> 16);
+		st16(ip + 2, (uint16_t)fl);
+		st16(ip + 4, (uint16_t)plen);
+		ip[6] = nh;
+		ip[7] = 64;
+		memcpy(ip + 8, s->cfg.encap_src.b, 16);
+		memcpy(ip + 24, b->cfg.addr.b, 16);
+	} else {
+		ip[0] = 0x45;
+		ip[1] = tos;
+		st16(ip + 2, (uint16_t)(plen + IPV4_HLEN_));
+		st16(ip + 4, 0);
+		st16(ip + 6, 0x4000); /* DF */
+		ip[8] = 64;
+		ip[9] = nh;
+		memcpy(ip + 12, s->cfg.encap_src.b, 4);
+		memcpy(ip + 16, b->cfg.addr.b, 4);
+		ipv4_csum_set(ip, IPV4_HLEN_);
+	}
+	if (!gue)
+		return true;
+	udp = ip + ip_hlen;
+	/* source port from the flow hash: entropy for the backend's RSS */
+	st16(udp, (uint16_t)(0x8000u | ((uint32_t)(w->h >> 17) & 0x7fffu)));
+	st16(udp + 2, s->cfg.gue_port);
+	st16(udp + 4, (uint16_t)plen);
+	st16(udp + 6, 0);
+	if (out_v6) { /* IPv6 UDP needs its checksum (RFC 8200 8.1) */
+		uint32_t sum = csum_add_bytes(0, ip + 8, 32);
+
+		sum += IPPROTO_UDP_ + plen;
+		sum = csum_add_bytes(sum, udp, plen);
+		st16(udp + 6, (uint16_t)~csum_fold(sum) ?: 0xffff);
+	}
+	return true;
+}
+
+/* ---- flows ----------------------------------------------------------------
+ */
+
+static bool backend_ok(const struct lb_view *v, uint32_t id, uint16_t svc)
+{
+	return id < L4LB_BACKENDS_MAX && v->be[id].used && v->be[id].up &&
+	       v->be[id].service == svc;
+}
+
+static uint32_t maglev_pick(const struct lb_service *s, uint64_t h)
+{
+	if (!s->maglev)
+		return LB_BACKEND_NONE;
+	return s->maglev[(uint32_t)(h >> 32) % s->m];
+}
+
+/*
+ * NAT: bind a SNAT port for forward entry @fid (@c): insert the reverse
+ * key backend:bport -> snat:port, trying ports from the flow hash on.
+ */
+static bool snat_bind(struct l4lb *lb, const struct lb_service *s,
+		      const struct lb_backend *b, struct pkt_work *w,
+		      uint32_t fid, uint32_t now_ms, uint8_t state,
+		      uint16_t *port_out)
+{
+	const uint32_t range = 65536u - L4LB_SNAT_PORT_LO;
+	uint32_t start = (uint32_t)(w->h >> 8) % range;
+	uint16_t bport = b->cfg.port ? b->cfg.port : w->key.dport;
+	struct l4lb_conn rc;
+
+	memset(&rc, 0, sizeof(rc));
+	rc.reverse = 1;
+	rc.service = w->svc;
+	for (unsigned i = 0; i < 16; i++) {
+		uint16_t p = (uint16_t)(L4LB_SNAT_PORT_LO +
+					(start + i * 40503u) % range);
+		uint64_t rh;
+		uint32_t rid;
+
+		key_set(&rc.key, b->cfg.addr.b, s->cfg.snat.b, b->cfg.addr.v6,
+			bport, p, w->key.proto);
+		rh = l4lb_conn_hash(&rc.key);
+		rid = l4lb_conn_insert(lb->conns, &rc, rh, now_ms, state);
+		if (rid == L4LB_CONN_NONE)
+			continue;
+		l4lb_conn_link(lb->conns, fid, rid);
+		*port_out = p;
+		return true;
+	}
+	(void)fid;
+	return false;
+}
+
+struct fwd_out {
+	uint32_t client[FWD_BURST_MAX];
+	uint32_t backend[FWD_BURST_MAX];
+	uint32_t drop[FWD_BURST_MAX];
+	uint16_t n_client, n_backend, n_drop;
+};
+
+static void count_add(struct l4lb_counter *c, uint32_t bytes, bool atomic)
+{
+	if (atomic) {
+		__atomic_fetch_add(&c->pkts, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&c->bytes, bytes, __ATOMIC_RELAXED);
+	} else {
+		c->pkts++;
+		c->bytes += bytes;
+	}
+}
+
+static void inc(uint64_t *c, bool atomic)
+{
+	if (atomic)
+		__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+	else
+		(*c)++;
+}
+
+/* A packet to a VIP: find or make its flow, rewrite or encapsulate. */
+static void do_fwd(struct l4lb *lb, const struct lb_view *v,
+		   struct dpflow_pool *pool, struct pkt_work *w,
+		   struct lb_shard *sh, bool at, uint32_t now_ms)
+{
+	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	const struct lb_service *s = &v->svc[w->svc];
+	uint8_t flags = m->outer.tcp_flags;
+	struct l4lb_conn c;
+	uint32_t id, be;
+	uint16_t snat_port = 0;
+	const struct lb_backend *b;
+	bool nat = s->cfg.mode == L4LB_MODE_NAT;
+
+	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms,
+			      fwd_state(w->key.proto, flags, false), &c);
+	if (id != L4LB_CONN_NONE && !backend_ok(v, c.backend, w->svc)) {
+		l4lb_conn_free(lb->conns, id); /* rescheduled */
+		id = L4LB_CONN_NONE;
+	}
+	if (id != L4LB_CONN_NONE) {
+		be = c.backend;
+		snat_port = c.snat_port;
+	} else {
+		uint8_t st = fwd_state(w->key.proto, flags, true);
+
+		be = maglev_pick(s, w->h);
+		if (be == LB_BACKEND_NONE) {
+			w->drop = L4LB_DROP_NO_BACKEND;
+			return;
+		}
+		memset(&c, 0, sizeof(c));
+		c.key = w->key;
+		c.backend = be;
+		c.service = w->svc;
+		id = l4lb_conn_insert(lb->conns, &c, w->h, now_ms, st);
+		inc(&sh->svc[w->svc].new_flows, at);
+		inc(&sh->be_new[be], at);
+		if (id == L4LB_CONN_NONE) {
+			if (nat) {
+				w->drop = L4LB_DROP_CONN_FULL;
+				return;
+			}
+			inc(&sh->svc[w->svc].untracked, at);
+		} else if (nat) {
+			if (!snat_bind(lb, s, &v->be[be], w, id, now_ms, st,
+				       &snat_port)) {
+				l4lb_conn_free(lb->conns, id);
+				w->drop = L4LB_DROP_SNAT_EXHAUSTED;
+				return;
+			}
+			l4lb_conn_set_backend(lb->conns, id, be, snat_port);
+		}
+	}
+	b = &v->be[be];
+	if (nat) {
+		uint8_t *f = dpflow_pkt_data(pool, w->idx);
+
+		nat_rewrite(f + m->outer.l3_off, f + m->outer.l4_off, w->key.v6,
+			    w->key.proto, s->cfg.snat.b, snat_port,
+			    b->cfg.addr.b,
+			    b->cfg.port ? b->cfg.port : w->key.dport);
+		eth_set(f, b->dst_mac, lb->cfg.backend_mac);
+	} else if (!encap(lb, s, b, pool, w)) {
+		return;
+	}
+	count_add(&sh->svc[w->svc].fwd, m->data_len, at);
+	count_add(&sh->be_fwd[be], m->data_len, at);
+	w->kind = K_FWD;
+	w->drop = 0xff; /* sent */
+}
+
+/* NAT reply backend -> SNAT: translate back to VIP -> client. */
+static void do_reply(struct l4lb *lb, const struct lb_view *v,
+		     struct dpflow_pool *pool, struct pkt_work *w,
+		     struct lb_shard *sh, bool at, uint32_t now_ms)
+{
+	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	struct l4lb_conn r, fc;
+	uint8_t *f = dpflow_pkt_data(pool, w->idx);
+	uint8_t st = L4LB_CONN_FREE, fst;
+	uint32_t id;
+
+	if (w->key.proto == IPPROTO_TCP_ &&
+	    (m->outer.tcp_flags & (TCP_FIN | TCP_RST)))
+		st = L4LB_CONN_CLOSING;
+	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms, L4LB_CONN_FREE,
+			      &r);
+	if (id == L4LB_CONN_NONE || !r.reverse || r.peer == L4LB_CONN_NONE) {
+		w->drop = L4LB_DROP_REPLY_NO_CONN;
+		return;
+	}
+	fst = l4lb_conn_touch(lb->conns, r.peer, now_ms, st);
+	if (fst == L4LB_CONN_FREE) {
+		l4lb_conn_free(lb->conns, id);
+		w->drop = L4LB_DROP_REPLY_NO_CONN;
+		return;
+	}
+	l4lb_conn_touch(lb->conns, id, now_ms, fst);
+	fc = *l4lb_conn_entry(lb->conns, r.peer);
+	nat_rewrite(f + m->outer.l3_off, f + m->outer.l4_off, w->key.v6,
+		    w->key.proto, fc.key.dst, fc.key.dport, fc.key.src,
+		    fc.key.sport);
+	eth_set(f, lb->cfg.client_gw_mac, lb->cfg.client_mac);
+	if (fc.service < L4LB_SERVICES_MAX)
+		count_add(&sh->svc[fc.service].reply, m->data_len, at);
+	(void)v;
+	w->kind = K_REPLY;
+	w->drop = 0xff;
+}
+
+/* Full recompute of the ICMP(v6) checksum of the message at @l4. */
+static void icmp_csum_set(uint8_t *l3, uint8_t *l4, uint8_t v6, unsigned len)
+{
+	uint32_t sum = 0;
+
+	st16(l4 + 2, 0);
+	if (v6) {
+		sum = csum_add_bytes(0, l3 + 8, 32);
+		sum += IPPROTO_ICMPV6_ + len;
+	}
+	sum = csum_add_bytes(sum, l4, len);
+	st16(l4 + 2, (uint16_t)~csum_fold(sum));
+}
+
+/* An ICMP error about a flow: to the flow's backend. */
+static void do_icmp(struct l4lb *lb, const struct lb_view *v,
+		    struct dpflow_pool *pool, struct pkt_work *w,
+		    struct lb_shard *sh, bool at, uint32_t now_ms)
+{
+	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	const struct lb_service *s = &v->svc[w->svc];
+	struct l4lb_conn c;
+	const struct lb_backend *b;
+	uint32_t id;
+
+	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms, L4LB_CONN_FREE,
+			      &c);
+	if (id == L4LB_CONN_NONE || !backend_ok(v, c.backend, w->svc)) {
+		w->drop = L4LB_DROP_ICMP_NO_CONN;
+		return;
+	}
+	b = &v->be[c.backend];
+	if (s->cfg.mode == L4LB_MODE_NAT) {
+		uint8_t *f = dpflow_pkt_data(pool, w->idx);
+		uint8_t *l3 = f + m->outer.l3_off, *l4 = f + m->outer.l4_off;
+		uint8_t *e = f + w->emb_off;
+		uint8_t v6 = w->key.v6;
+		unsigned alen = v6 ? 16 : 4;
+		unsigned ihl = v6 ? IPV6_HLEN_ : (e[0] & 0xfu) * 4u;
+		unsigned l4len =
+		    m->outer.l3_off + m->outer.l3_len - m->outer.l4_off;
+
+		/* outer: -> backend; embedded: backend:bport -> snat:port */
+		memcpy(l3 + (v6 ? 24 : 16), b->cfg.addr.b, alen);
+		memcpy(e + (v6 ? 8 : 12), b->cfg.addr.b, alen);
+		memcpy(e + (v6 ? 24 : 16), s->cfg.snat.b, alen);
+		st16(e + ihl, b->cfg.port ? b->cfg.port : w->key.dport);
+		st16(e + ihl + 2, c.snat_port);
+		if (!v6) {
+			ipv4_csum_set(e, ihl);
+			ipv4_csum_set(l3, (l3[0] & 0xfu) * 4u);
+		}
+		icmp_csum_set(l3, l4, v6, l4len);
+		eth_set(f, b->dst_mac, lb->cfg.backend_mac);
+	} else if (!encap(lb, s, b, pool, w)) {
+		return;
+	}
+	count_add(&sh->svc[w->svc].icmp, m->data_len, at);
+	w->kind = K_ICMP;
+	w->drop = 0xff;
+}
+
+void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
+		 uint16_t n)
+{
+	struct l4lb *lb = arg;
+	const struct lb_view *v = __atomic_load_n(&lb->view, __ATOMIC_ACQUIRE);
+	unsigned shard = dpflow_ctx_thread_shard(lb->ctx);
+	struct lb_shard *sh = &lb->shards[shard];
+	bool at = shard == DPFLOW_THREAD_SHARDS - 1;
+	uint32_t now_ms = (uint32_t)(dpflow_clock_mono_ns() / 1000000u);
+	struct pkt_work w[FWD_BURST_MAX];
+	struct fwd_out out;
+
+	while (n > FWD_BURST_MAX) {
+		l4lb_handle(arg, pool, idx, FWD_BURST_MAX);
+		idx += FWD_BURST_MAX;
+		n -= FWD_BURST_MAX;
+	}
+	out.n_client = out.n_backend = out.n_drop = 0;
+	for (unsigned i = 0; i < n; i++) {
+		w[i].idx = idx[i];
+		w[i].drop = 0;
+		classify(lb, v, pool, &w[i]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (w[i].kind == K_DROP)
+			continue;
+		l4lb_conn_prefetch_entry(lb->conns, w[i].h);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		switch (w[i].kind) {
+		case K_FWD:
+			do_fwd(lb, v, pool, &w[i], sh, at, now_ms);
+			break;
+		case K_REPLY:
+			do_reply(lb, v, pool, &w[i], sh, at, now_ms);
+			break;
+		case K_ICMP:
+			do_icmp(lb, v, pool, &w[i], sh, at, now_ms);
+			break;
+		default:
+			break;
+		}
+		if (w[i].drop != 0xff) {
+			inc(&sh->drops[w[i].drop], at);
+			out.drop[out.n_drop++] = w[i].idx;
+		} else if (w[i].kind == K_REPLY) {
+			out.client[out.n_client++] = w[i].idx;
+		} else {
+			out.backend[out.n_backend++] = w[i].idx;
+		}
+	}
+	if (out.n_backend)
+		dpflow_ctx_port_send(lb->ctx, lb->cfg.backend_port, out.backend,
+				     out.n_backend);
+	if (out.n_client)
+		dpflow_ctx_port_send(lb->ctx, lb->cfg.client_port, out.client,
+				     out.n_client);
+	if (out.n_drop)
+		dpflow_pool_free_bulk(pool, out.drop, out.n_drop);
+}

@@ -1,0 +1,78 @@
+/*
+ * Header helpers of the balancer's data path: Internet checksums (full
+ * and incremental, RFC 1071 and RFC 1624) and big-endian loads and
+ * stores. Everything is static inline and bounds are the caller's.
+ */
+#ifndef DPFLOW_L4LB_HDR_H
+#define DPFLOW_L4LB_HDR_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define ETH_HLEN_     14u
+#define IPV4_HLEN_    20u
+#define IPV6_HLEN_    40u
+#define UDP_HLEN_     8u
+#define ETH_P_IPV4_   0x0800u
+#define ETH_P_IPV6_   0x86ddu
+#define IPPROTO_IPIP_ 4u
+#define IPPROTO_IPV6_ 41u
+
+static inline uint16_t ld16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline void st16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* One's-complement sum of @len bytes (big-endian words) added to @sum. */
+static inline uint32_t csum_add_bytes(uint32_t sum, const uint8_t *p,
+				      unsigned len)
+{
+	while (len > 1) {
+		sum += ld16(p);
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		sum += (uint32_t)p[0] << 8;
+	return sum;
+}
+
+static inline uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* Add to @acc the change of @n big-endian words from @old to @new
+ * (RFC 1624: ~m + m'). */
+static inline uint32_t csum_delta(uint32_t acc, const uint8_t *old,
+				  const uint8_t *new_, unsigned len)
+{
+	for (unsigned i = 0; i + 1 < len; i += 2)
+		acc += (uint16_t)~ld16(old + i) + ld16(new_ + i);
+	return acc;
+}
+
+/* Apply delta @acc to the checksum field at @field (RFC 1624 eqn. 3). */
+static inline void csum_apply(uint8_t *field, uint32_t acc)
+{
+	uint32_t sum = (uint16_t)~ld16(field) + acc;
+
+	st16(field, (uint16_t)~csum_fold(sum));
+}
+
+/* The IPv4 header checksum of @ihl bytes at @ip (field at 10 zeroed). */
+static inline void ipv4_csum_set(uint8_t *ip, unsigned ihl)
+{
+	st16(ip + 10, 0);
+	st16(ip + 10, (uint16_t)~csum_fold(csum_add_bytes(0, ip, ihl)));
+}
+
+#endif /* DPFLOW_L4LB_HDR_H */
