@@ -22,6 +22,8 @@
 
 #include "bench.h"
 #include "bench_l4lb.h"
+#include "bench_l4lb_app.h"
+#include "l4lb/l4lb.h"
 
 /* The dnat pipe's forwarding: keep the packets where they are. */
 static void keep_pkts(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
@@ -330,6 +332,7 @@ int bench_l4lb(int argc, char **argv)
 	    {"seconds", required_argument, NULL, 's'},
 	    {"trials", required_argument, NULL, 't'},
 	    {"seed", required_argument, NULL, 'r'},
+	    {"variant", required_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -341,6 +344,7 @@ int bench_l4lb(int argc, char **argv)
 	struct l4lb_cpu c;
 	char variant[32];
 	char *end;
+	const char *which = "all";
 	int opt, li = 0, rc = 1;
 
 	optind = 1;
@@ -354,6 +358,13 @@ int bench_l4lb(int argc, char **argv)
 		if (opt == '?') {
 			usage(stderr);
 			return 2;
+		}
+		if (opt == 'V') {
+			which = optarg;
+			if (strcmp(which, "app") && strcmp(which, "pipe") &&
+			    strcmp(which, "all"))
+				goto bad;
+			continue;
 		}
 		if (opt == 's') {
 			seconds = strtod(optarg, &end);
@@ -385,9 +396,26 @@ int bench_l4lb(int argc, char **argv)
 		fprintf(stderr, "bench l4lb: at least 64 packets a worker\n");
 		return 2;
 	}
+	memset(&c, 0, sizeof(c));
+	if (strcmp(which, "pipe")) {
+		if (bench_l4lb_app(&p, packets, L4LB_MODE_NAT, seconds, trials,
+				   &pps, &cpp))
+			goto out;
+		bench_report_header();
+		report("app-nat-1core", 1, pps, cpp);
+		if (bench_l4lb_app(&p, packets, L4LB_MODE_IPIP, seconds, trials,
+				   &pps, &cpp))
+			goto out;
+		report("app-ipip-1core", 1, pps, cpp);
+		if (!strcmp(which, "app")) {
+			rc = 0;
+			goto done;
+		}
+	}
 	if (l4lb_cpu_create(&c, &p, packets) || l4lb_cpu_check(&c))
 		goto out;
-	bench_report_header();
+	if (!strcmp(which, "pipe"))
+		bench_report_header();
 	pps = l4lb_cpu_run(&c, 1, seconds, trials, &cpp);
 	report("pipe-cpu-1core", 1, pps, cpp);
 	if (workers > 1) {
@@ -400,6 +428,12 @@ int bench_l4lb(int argc, char **argv)
 	       "XDP)\n",
 	       p.flows, p.backends, p.maglev, packets);
 	rc = 0;
+	goto out;
+done:
+	printf("# %u flows, %u backends, Maglev %u slots, %u frames; no "
+	       "in-process peer (published: Katran 5.2 Mpps per core on "
+	       "XDP)\n",
+	       p.flows, p.backends, p.maglev, packets);
 out:
 	l4lb_cpu_destroy(&c);
 	return rc;

@@ -129,10 +129,10 @@ char *l4lb_yaml(const struct l4lb_params *p, const char *out_fwd)
 
 	if (!b.s)
 		goto oom;
-	if (p->backends == 0 || p->backends > L4LB_BACKENDS_MAX ||
+	if (p->backends == 0 || p->backends > L4LB_PIPE_BACKENDS_MAX ||
 	    p->flows == 0 || p->flows > (1u << 24)) {
 		fprintf(stderr, "bench l4lb: 1..%u backends and 1..%u flows\n",
-			L4LB_BACKENDS_MAX, 1u << 24);
+			L4LB_PIPE_BACKENDS_MAX, 1u << 24);
 		free(b.s);
 		return NULL;
 	}

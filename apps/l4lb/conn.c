@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "l4lb/conn.h"
 
@@ -17,7 +18,8 @@ struct conn_bucket {
 struct l4lb_conn_table {
 	struct conn_bucket *buckets;
 	struct l4lb_conn *entries;
-	uint32_t mask; /* buckets - 1 */
+	size_t buckets_len, entries_len; /* mapped bytes */
+	uint32_t mask;			 /* buckets - 1 */
 	bool shared;
 	uint32_t timeout[4]; /* by state */
 	struct l4lb_conn_stats stats;
@@ -84,6 +86,24 @@ static void unlock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
 		lock_give(ct, lb);
 }
 
+/*
+ * Zeroed memory for a table array, in transparent huge pages where the
+ * kernel gives them: lookups hit random lines of hundreds of megabytes,
+ * and with 4 KiB pages each would also miss the TLB. NULL on failure.
+ */
+static void *map_zeroed(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void)madvise(p, len, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
 struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
 					 const struct l4lb_conn_timeouts *t)
 {
@@ -105,16 +125,14 @@ struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
 	ct->timeout[L4LB_CONN_ESTABLISHED] =
 	    t && t->established ? t->established : 300000;
 	ct->timeout[L4LB_CONN_CLOSING] = t && t->closing ? t->closing : 10000;
-	ct->buckets = aligned_alloc(
-	    DPFLOW_CACHE_LINE, (size_t)(ct->mask + 1) * sizeof(*ct->buckets));
-	ct->entries =
-	    aligned_alloc(DPFLOW_CACHE_LINE, (size_t)n * sizeof(*ct->entries));
+	ct->buckets_len = (size_t)(ct->mask + 1) * sizeof(*ct->buckets);
+	ct->entries_len = (size_t)n * sizeof(*ct->entries);
+	ct->buckets = map_zeroed(ct->buckets_len);
+	ct->entries = map_zeroed(ct->entries_len);
 	if (!ct->buckets || !ct->entries) {
 		l4lb_conn_destroy(ct);
 		return NULL;
 	}
-	memset(ct->buckets, 0, (size_t)(ct->mask + 1) * sizeof(*ct->buckets));
-	memset(ct->entries, 0, (size_t)n * sizeof(*ct->entries));
 	return ct;
 }
 
@@ -122,8 +140,10 @@ void l4lb_conn_destroy(struct l4lb_conn_table *ct)
 {
 	if (!ct)
 		return;
-	free(ct->buckets);
-	free(ct->entries);
+	if (ct->buckets)
+		munmap(ct->buckets, ct->buckets_len);
+	if (ct->entries)
+		munmap(ct->entries, ct->entries_len);
 	free(ct);
 }
 
