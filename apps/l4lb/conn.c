@@ -165,12 +165,13 @@ static inline uint64_t mix64(uint64_t x)
 uint64_t l4lb_conn_hash(const struct l4lb_conn_key *k)
 {
 	uint64_t w[5];
-	uint64_t h = 0x9e3779b97f4a7c15ull;
 
+	/* five independent multiplies, then one finaliser: short latency */
 	memcpy(w, k, sizeof(w));
-	for (unsigned i = 0; i < 5; i++)
-		h = mix64(h ^ w[i]) + i;
-	return h;
+	return mix64(
+	    (w[0] * 0x9e3779b97f4a7c15ull) ^ (w[1] * 0xc2b2ae3d27d4eb4full) ^
+	    (w[2] * 0x165667b19e3779f9ull) ^ (w[3] * 0xd6e8feb86659fd93ull) ^
+	    ((w[4] + 0x27d4eb2f165667c5ull) * 0xff51afd7ed558ccdull));
 }
 
 struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id)

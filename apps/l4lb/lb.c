@@ -65,33 +65,46 @@ static const struct lb_view *cur(const struct l4lb *lb)
 	return lb->next ? lb->next : lb->view;
 }
 
+/*
+ * The pipes on input port @port (@i: 0 client, 1 backend): a root BASIC
+ * pipe matching outer.ipv4.dst whose miss goes to a BASIC pipe matching
+ * outer.ipv6.dst; hits of either go to the handler, misses of the second
+ * are dropped. Exact-match pipes: a hash lookup a packet.
+ */
 static int root_pipe(struct l4lb *lb, unsigned i, uint16_t port,
 		     struct dpflow_error *err)
 {
-	struct dpflow_pipe_cfg pc;
-	char name[DPFLOW_NAME_MAX];
+	for (int fam = 1; fam >= 0; fam--) {
+		struct dpflow_pipe_cfg pc;
+		char name[DPFLOW_NAME_MAX];
 
-	memset(&pc, 0, sizeof(pc));
-	snprintf(name, sizeof(name), "l4lb_in%u", i);
-	pc.name = name;
-	pc.type = DPFLOW_PIPE_CONTROL;
-	pc.root = true;
-	pc.port = port;
-	pc.size = ROOT_PIPE_SIZE;
-	pc.match.n = 3;
-	pc.match.f[0].field = DPFLOW_FIELD_OUTER_L3_TYPE;
-	pc.match.f[0].per_entry = true;
-	pc.match.f[1].field = DPFLOW_FIELD_OUTER_IPV4_DST;
-	pc.match.f[1].per_entry = true;
-	pc.match.f[2].field = DPFLOW_FIELD_OUTER_IPV6_DST;
-	pc.match.f[2].per_entry = true;
-	pc.monitor.counter = true;
-	pc.fwd.kind = DPFLOW_FWD_HANDLER;
-	pc.fwd.handler = l4lb_handle;
-	pc.fwd.handler_arg = lb;
-	pc.miss_fwd.kind = DPFLOW_FWD_DROP;
-	lb->root[i] = dpflow_pipe_create(lb->ctx, &pc, err);
-	return lb->root[i] ? 0 : -EINVAL;
+		memset(&pc, 0, sizeof(pc));
+		snprintf(name, sizeof(name), "l4lb_in%u_%s", i,
+			 fam ? "ipv6" : "ipv4");
+		pc.name = name;
+		pc.type = DPFLOW_PIPE_BASIC;
+		pc.root = fam == 0;
+		pc.port = port;
+		pc.size = ROOT_PIPE_SIZE;
+		pc.match.n = 1;
+		pc.match.f[0].field = fam ? DPFLOW_FIELD_OUTER_IPV6_DST
+					  : DPFLOW_FIELD_OUTER_IPV4_DST;
+		pc.match.f[0].per_entry = true;
+		pc.monitor.counter = true;
+		pc.fwd.kind = DPFLOW_FWD_HANDLER;
+		pc.fwd.handler = l4lb_handle;
+		pc.fwd.handler_arg = lb;
+		if (fam) {
+			pc.miss_fwd.kind = DPFLOW_FWD_DROP;
+		} else {
+			pc.miss_fwd.kind = DPFLOW_FWD_PIPE;
+			pc.miss_fwd.pipe = lb->root[i][1];
+		}
+		lb->root[i][fam] = dpflow_pipe_create(lb->ctx, &pc, err);
+		if (!lb->root[i][fam])
+			return -EINVAL;
+	}
+	return 0;
 }
 
 struct l4lb *l4lb_create(struct dpflow_ctx *ctx, const struct l4lb_cfg *cfg,
@@ -458,15 +471,7 @@ static void hashes_rebuild(struct lb_view *v)
 static void addr_entry(const struct l4lb_addr *a, struct dpflow_entry_cfg *e)
 {
 	memset(e, 0, sizeof(*e));
-	e->key[0] = a->v6 ? DPFLOW_L3_IPV6 : DPFLOW_L3_IPV4;
-	e->mask[0] = 0xff;
-	if (a->v6) {
-		memcpy(e->key + 5, a->b, 16);
-		memset(e->mask + 5, 0xff, 16);
-	} else {
-		memcpy(e->key + 1, a->b, 4);
-		memset(e->mask + 1, 0xff, 4);
-	}
+	memcpy(e->key, a->b, a->v6 ? 16 : 4);
 }
 
 /* Replace the root pipes' entries with @v's VIP and SNAT addresses. */
@@ -492,22 +497,24 @@ static int roots_update(struct l4lb *lb, const struct lb_view *v,
 				addrs[n++] = *cand[k];
 		}
 	}
-	for (unsigned r = 0; r < 2; r++) {
-		if (!lb->root[r])
+	for (unsigned r = 0; r < 4; r++) {
+		struct dpflow_pipe *pipe = lb->root[r / 2][r % 2];
+		struct dpflow_entry **ents = lb->vip_entry[r / 2][r % 2];
+
+		if (!pipe)
 			continue;
 		for (unsigned i = 0; i < ROOT_PIPE_SIZE; i++)
-			if (lb->vip_entry[r][i] &&
-			    dpflow_entry_remove(lb->q, lb->vip_entry[r][i],
-						NULL))
+			if (ents[i] &&
+			    dpflow_entry_remove(lb->q, ents[i], NULL))
 				return dpflow_error_set(err, ENOSPC, NULL,
 							"entry queue full");
 		for (unsigned i = 0; i < n; i++) {
 			struct dpflow_entry_cfg e;
 
+			if (addrs[i].v6 != r % 2)
+				continue;
 			addr_entry(&addrs[i], &e);
-			e.priority = i;
-			if (!dpflow_entry_add(lb->q, lb->root[r], &e, NULL,
-					      err))
+			if (!dpflow_entry_add(lb->q, pipe, &e, NULL, err))
 				return err->code ? -err->code : -ENOSPC;
 		}
 	}
@@ -545,17 +552,18 @@ int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
 		goto undo;
 	/* the handles of the entries now in the root pipes */
 	memset(lb->vip_entry, 0, sizeof(lb->vip_entry));
-	for (unsigned r = 0; r < 2; r++) {
+	for (unsigned r = 0; r < 4; r++) {
+		struct dpflow_pipe *pipe = lb->root[r / 2][r % 2];
 		unsigned k = 0;
 
-		if (!lb->root[r])
+		if (!pipe)
 			continue;
 		for (uint32_t slot = 0; slot < ROOT_PIPE_SIZE; slot++) {
 			const struct dpflow_entry *e =
-			    dpflow_pipe_entry(lb->root[r], slot);
+			    dpflow_pipe_entry(pipe, slot);
 
 			if (e)
-				lb->vip_entry[r][k++] =
+				lb->vip_entry[r / 2][r % 2][k++] =
 				    (struct dpflow_entry *)e;
 		}
 	}

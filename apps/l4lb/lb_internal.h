@@ -54,9 +54,11 @@ struct l4lb {
 	/* control side: the next view being edited, and what changed */
 	struct lb_view *next;
 	bool svc_dirty[L4LB_SERVICES_MAX];
-	struct dpflow_pipe *root[2];
+	/* per input port (client, backend): [0] the root pipe, exact match
+	 * on outer.ipv4.dst; [1] its miss pipe on outer.ipv6.dst */
+	struct dpflow_pipe *root[2][2];
 	struct dpflow_queue *q;
-	struct dpflow_entry *vip_entry[2][4 * L4LB_SERVICES_MAX];
+	struct dpflow_entry *vip_entry[2][2][4 * L4LB_SERVICES_MAX];
 };
 
 /* Hash of (address, proto, port) into the service tables. */
