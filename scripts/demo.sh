@@ -31,5 +31,15 @@ cp "$tmp/all.pcap" "$tmp/in.pcap"
 echo "   first packets forwarded by the ACL, as written to allowed.pcap:"
 "$DPFLOW" inspect "pcap:$tmp/allowed.pcap" | head -n 2
 echo
+echo "== the L4 load balancer app: dpflow run examples/l4lb.yaml"
+echo "   (800 TCP connections to a NAT VIP and a DSR VIP, 100 DNS queries over"
+echo "    IPv6 to a GUE VIP; Maglev spreads them by weight, each flow keeps"
+echo "    its backend)"
+/usr/bin/python3 "$(dirname "$0")/l4lb_traffic.py" "$tmp"
+(cd "$tmp" && "$DPFLOW" run "$EXAMPLES/l4lb.yaml" | grep -E '^(l4lb|  backend)')
+echo "   first packets sent to the backends (NAT, then IP-in-IP):"
+"$DPFLOW" inspect "pcap:$tmp/to_backends.pcap" | head -n 1
+"$DPFLOW" inspect "pcap:$tmp/to_backends.pcap" | grep -m 1 ipip || true
+echo
 echo "== parser speed on this core (dpflow bench parse, short run)"
 "$DPFLOW" bench parse --seconds 0.2 --trials 3 | grep -v '^{'
