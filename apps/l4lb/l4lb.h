@@ -87,7 +87,8 @@ struct l4lb_service_cfg {
 	uint16_t port;		    /* 0: all ports */
 	uint8_t mode;		    /* enum l4lb_mode */
 	struct l4lb_addr snat;	    /* NAT: source address toward backends */
-	struct l4lb_addr encap_src; /* DSR: outer source address */
+	struct l4lb_addr encap_src; /* DSR: outer source address (the
+				       backends have its family) */
 	uint16_t gue_port;	    /* GUE: outer destination port */
 	struct l4lb_health_cfg health;
 };

@@ -304,6 +304,11 @@ int l4lb_backend_add(struct l4lb *lb, int svc, const struct l4lb_backend_cfg *b,
 	    b->addr.v6 != cur(lb)->svc[svc].cfg.vip.v6)
 		return dpflow_error_set(err, EINVAL, "addr",
 					"a nat backend has the VIP's family");
+	if (cur(lb)->svc[svc].cfg.mode != L4LB_MODE_NAT &&
+	    b->addr.v6 != cur(lb)->svc[svc].cfg.encap_src.v6)
+		return dpflow_error_set(err, EINVAL, "addr",
+					"a dsr backend has the family of the "
+					"service's encap_src");
 	if (l4lb_backend_find(lb, svc, &b->addr, b->port) >= 0)
 		return dpflow_error_set(err, EEXIST, "addr",
 					"the backend exists");
