@@ -193,6 +193,8 @@ int l4lb_backend_set_up(struct l4lb *lb, uint32_t id, bool up,
  * 0 or -errno + @err (then the previous view stays in force).
  */
 int l4lb_commit(struct l4lb *lb, struct dpflow_error *err);
+/* Drop the edits made since the last commit. */
+void l4lb_abort(struct l4lb *lb);
 
 /* The backend id Maglev gives flow @k in service @svc now, or -ENOENT. */
 int l4lb_pick(const struct l4lb *lb, int svc, const struct l4lb_conn_key *k);

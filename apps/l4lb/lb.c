@@ -166,6 +166,7 @@ void l4lb_destroy(struct l4lb *lb)
 		return;
 	if (lb->q)
 		dpflow_queue_destroy(lb->q);
+	lb_health_free(lb);
 	view_free(lb->next, lb->view);
 	view_free(lb->view, NULL);
 	l4lb_conn_destroy(lb->conns);
@@ -333,53 +334,53 @@ int l4lb_backend_add(struct l4lb *lb, int svc, const struct l4lb_backend_cfg *b,
 	return (int)id;
 }
 
-static struct lb_backend *backend_edit(struct l4lb *lb, uint32_t id,
-				       struct dpflow_error *err)
+/* The edited view's backend @id: 0 and *@out, or -errno (+ @err). */
+static int backend_edit(struct l4lb *lb, uint32_t id, struct lb_backend **out,
+			struct dpflow_error *err)
 {
 	struct lb_view *v;
 
-	if (id >= L4LB_BACKENDS_MAX || !cur(lb)->be[id].used) {
-		dpflow_error_set(err, ENOENT, "backend", "no backend %" PRIu32,
-				 id);
-		return NULL;
-	}
+	if (id >= L4LB_BACKENDS_MAX || !cur(lb)->be[id].used)
+		return dpflow_error_set(err, ENOENT, "backend",
+					"no backend %" PRIu32, id);
 	v = edit(lb, err);
 	if (!v)
-		return NULL;
+		return -ENOMEM;
 	lb->svc_dirty[v->be[id].service] = true;
-	return &v->be[id];
+	*out = &v->be[id];
+	return 0;
 }
 
 int l4lb_backend_remove(struct l4lb *lb, uint32_t id, struct dpflow_error *err)
 {
-	struct lb_backend *b = backend_edit(lb, id, err);
+	struct lb_backend *b = NULL;
+	int rc = backend_edit(lb, id, &b, err);
 
-	if (!b)
-		return -err->code;
-	b->used = false;
-	return 0;
+	if (!rc)
+		b->used = false;
+	return rc;
 }
 
 int l4lb_backend_set_weight(struct l4lb *lb, uint32_t id, uint32_t weight,
 			    struct dpflow_error *err)
 {
-	struct lb_backend *b = backend_edit(lb, id, err);
+	struct lb_backend *b = NULL;
+	int rc = backend_edit(lb, id, &b, err);
 
-	if (!b)
-		return -err->code;
-	b->cfg.weight = weight;
-	return 0;
+	if (!rc)
+		b->cfg.weight = weight;
+	return rc;
 }
 
 int l4lb_backend_set_up(struct l4lb *lb, uint32_t id, bool up,
 			struct dpflow_error *err)
 {
-	struct lb_backend *b = backend_edit(lb, id, err);
+	struct lb_backend *b = NULL;
+	int rc = backend_edit(lb, id, &b, err);
 
-	if (!b)
-		return -err->code;
-	b->up = up;
-	return 0;
+	if (!rc)
+		b->up = up;
+	return rc;
 }
 
 /* Maglev name of a backend: "addr:port" (stable across instances). */
@@ -589,6 +590,15 @@ undo:
 	lb->next = NULL;
 	memset(lb->svc_dirty, 0, sizeof(lb->svc_dirty));
 	return rc;
+}
+
+void l4lb_abort(struct l4lb *lb)
+{
+	/* Maglev tables are only made by a commit: the edited view still
+	 * shares the published one's */
+	free(lb->next);
+	lb->next = NULL;
+	memset(lb->svc_dirty, 0, sizeof(lb->svc_dirty));
 }
 
 int l4lb_pick(const struct l4lb *lb, int svc, const struct l4lb_conn_key *k)

@@ -58,8 +58,13 @@ struct l4lb {
 	 * on outer.ipv4.dst; [1] its miss pipe on outer.ipv6.dst */
 	struct dpflow_pipe *root[2][2];
 	struct dpflow_queue *q;
+	struct lb_health *health; /* per backend id, lb_health.c */
 	struct dpflow_entry *vip_entry[2][2][4 * L4LB_SERVICES_MAX];
 };
+
+struct lb_health;
+/* Close the health checks in flight and free their state. */
+void lb_health_free(struct l4lb *lb);
 
 /* Hash of (address, proto, port) into the service tables. */
 uint32_t lb_svc_hash(const uint8_t addr[16], uint8_t v6, uint8_t proto,

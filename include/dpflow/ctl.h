@@ -46,6 +46,15 @@ struct dpflow_ctl_hooks { /* all optional */
 	 * applied) */
 	int (*after_batch)(void *arg, struct dpflow_error *err);
 	void *arg;
+	/* an application's commands (such as "l4lb.services"): called with
+	 * the request's cmd and its whole text (valid JSON, an object)
+	 * when cmd is not one of dpflow's; returns the reply, a malloc'ed
+	 * JSON object on one line ({"ok": ..., with the request's "id"
+	 * copied}), or NULL when @cmd is not the application's either
+	 * (the client then gets "unknown cmd") */
+	char *(*request)(void *arg, const char *cmd, const char *req,
+			 size_t len);
+	void *request_arg;
 };
 
 /*

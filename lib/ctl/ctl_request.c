@@ -28,7 +28,8 @@
 struct req {
 	struct dpflow_ctl *ctl;
 	json_t *in;
-	json_t *out; /* the reply being built */
+	json_t *out;	 /* the reply being built */
+	char *app_reply; /* the hooks' reply to an application command */
 	char msg[DPFLOW_ERROR_MSG_MAX + 64];
 	char field[160];
 };
@@ -1081,6 +1082,12 @@ static int dispatch(struct req *r, const char *req, size_t len)
 	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(cmds) && !c; i++)
 		if (!strcmp(cmds[i].name, name))
 			c = &cmds[i];
+	if (!c && r->ctl->hooks.request) {
+		r->app_reply = r->ctl->hooks.request(r->ctl->hooks.request_arg,
+						     name, req, len);
+		if (r->app_reply)
+			return 0;
+	}
 	if (!c)
 		return fail(
 		    r, EINVAL, "cmd",
@@ -1130,6 +1137,11 @@ char *dpflow_ctl_handle(struct dpflow_ctl *ctl, const char *req, size_t len)
 	if (!r.out)
 		return NULL;
 	rc = dispatch(&r, req, len);
+	if (!rc && r.app_reply) {
+		json_decref(r.out);
+		json_decref(r.in);
+		return r.app_reply;
+	}
 	if (rc) {
 		/* an error reply keeps only the request's id */
 		json_t *id = json_incref(json_object_get(r.out, "id"));

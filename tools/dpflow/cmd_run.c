@@ -39,6 +39,7 @@
 
 #include "l4lb/l4lb.h"
 #include "l4lb/l4lb_config.h"
+#include "l4lb/l4lb_ctl.h"
 
 #include "cmds.h"
 
@@ -209,6 +210,10 @@ static int open_ctl(struct run_state *st, struct dpflow_gpu_flow *gpu)
 	if (!st->ctl_path)
 		return 0;
 	h.rt = st->rt;
+	if (st->lb) {
+		h.request = l4lb_ctl_request;
+		h.request_arg = st->lb;
+	}
 #ifdef DPFLOW_HAVE_GPU
 	if (gpu) {
 		h.after_batch = gpu_after_batch;
@@ -330,6 +335,8 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 			age_pipes(st);
 			next_age = now + RUN_AGE_NS;
 		}
+		if (st->lb)
+			l4lb_health_tick(st->lb, dpflow_clock_mono_ns());
 		if (dpflow_rt_inputs_done(rt) || (deadline && now >= deadline))
 			break;
 		if (st->ctl)

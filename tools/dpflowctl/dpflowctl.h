@@ -36,4 +36,7 @@ json_t *client_call_raw(json_t *req);
 json_t *yaml_to_json(const char *text, size_t len, const char *name, char *why,
 		     size_t why_len);
 
+/* cmd_l4lb.c: `dpflowctl l4lb ...` (@argv[0] is "l4lb"); an exit status */
+int cmd_l4lb(int argc, char **argv);
+
 #endif /* DPFLOWCTL_H */

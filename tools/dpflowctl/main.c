@@ -40,6 +40,8 @@ static const char *const usage_main =
     "dot\n"
     "  top [--once|--count N] [--interval S]\n"
     "                                 rates per port, pipe and drop reason\n"
+    "  l4lb ...                       the L4 load balancer app's services\n"
+    "                                 and backends (l4lb --help)\n"
     "\n"
     "COMMAND --help says more.\n";
 
@@ -827,6 +829,8 @@ int main(int argc, char **argv)
 			      : !strcmp(cmd, "counters") ? show_counters
 							 : show_workers);
 	}
+	if (!strcmp(cmd, "l4lb"))
+		return cmd_l4lb(argc, argv);
 	if (strcmp(cmd, "entries") && strcmp(cmd, "dump") &&
 	    strcmp(cmd, "top") && strcmp(cmd, "batch")) {
 		fprintf(stderr, "dpflowctl: unknown command '%s'\n\n", cmd);

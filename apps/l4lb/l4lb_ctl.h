@@ -1,0 +1,28 @@
+/*
+ * The balancer's control requests and health checks, for `dpflow run`'s
+ * control thread (docs/apps/l4lb.md).
+ */
+#ifndef DPFLOW_L4LB_CTL_H
+#define DPFLOW_L4LB_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "l4lb/l4lb.h"
+
+/*
+ * The control socket's application hook (dpflow_ctl_hooks.request):
+ * @arg is the balancer. Serves the "l4lb.*" commands; NULL for others.
+ */
+char *l4lb_ctl_request(void *arg, const char *cmd, const char *req, size_t len);
+
+/*
+ * Health checks: start the checks that are due, finish those that
+ * completed or timed out, and take backends down after `fall` failures
+ * in a row or back up after `rise` successes (a commit when one
+ * changed). Call often (every millisecond or so) from the control
+ * thread with dpflow_clock_mono_ns() time; it never blocks.
+ */
+void l4lb_health_tick(struct l4lb *lb, uint64_t now_ns);
+
+#endif /* DPFLOW_L4LB_CTL_H */

@@ -1,0 +1,377 @@
+/*
+ * The balancer's control requests (docs/apps/l4lb.md), served through the
+ * control socket's application hook (ctl.h): JSON in, JSON out. A request
+ * that fails changes nothing: edits go to the unpublished view, which is
+ * dropped on error, and l4lb_commit() publishes all of a request or none.
+ *
+ *   l4lb.services                                  services, backends, counters
+ *   l4lb.service.add    {service: {...}}           a service mapping (YAML
+ * keys) l4lb.service.rm     {name} l4lb.backend.add    {service, backend:
+ * {...}} l4lb.backend.rm     {service, addr, port} l4lb.backend.set {service,
+ * addr, port, weight}   weight 0 drains
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "ctl/yaml_doc.h"
+
+#include "l4lb/l4lb_config.h"
+#include "l4lb/l4lb_ctl.h"
+#include "l4lb/lb_internal.h"
+
+static json_t *counter_json(const struct l4lb_counter *c)
+{
+	return json_pack("{s:I,s:I}", "pkts", (json_int_t)c->pkts, "bytes",
+			 (json_int_t)c->bytes);
+}
+
+static json_t *addr_json(const struct l4lb_addr *a)
+{
+	char s[INET6_ADDRSTRLEN];
+
+	inet_ntop(a->v6 ? AF_INET6 : AF_INET, a->b, s, sizeof(s));
+	return json_string(s);
+}
+
+static const char *mode_str(uint8_t m)
+{
+	return m == L4LB_MODE_NAT    ? "nat"
+	       : m == L4LB_MODE_IPIP ? "ipip"
+				     : "gue";
+}
+
+static json_t *services_json(const struct l4lb *lb)
+{
+	json_t *list = json_array(), *drops = json_object(), *o;
+	uint64_t d[L4LB_DROP__COUNT];
+	struct l4lb_conn_stats cs;
+
+	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++) {
+		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, s);
+		struct l4lb_service_stats st;
+		json_t *bl = json_array();
+
+		if (!c)
+			continue;
+		l4lb_service_stats(lb, s, &st);
+		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
+			struct l4lb_backend_info bi;
+
+			if (l4lb_backend_info(lb, b, &bi) ||
+			    bi.service != (uint16_t)s)
+				continue;
+			json_array_append_new(
+			    bl,
+			    json_pack("{s:i,s:o,s:i,s:I,s:b,s:I,s:o,s:I}", "id",
+				      (int)b, "addr", addr_json(&bi.cfg.addr),
+				      "port", bi.cfg.port, "weight",
+				      (json_int_t)bi.cfg.weight, "up", bi.up,
+				      "slots", (json_int_t)bi.slots, "fwd",
+				      counter_json(&bi.fwd), "new_flows",
+				      (json_int_t)bi.new_flows));
+		}
+		json_array_append_new(
+		    list,
+		    json_pack("{s:s,s:o,s:s,s:i,s:s,s:o,s:o,s:o,s:I,s:I,s:o}",
+			      "name", c->name, "vip", addr_json(&c->vip),
+			      "proto", c->proto == 6 ? "tcp" : "udp", "port",
+			      c->port, "mode", mode_str(c->mode), "fwd",
+			      counter_json(&st.fwd), "reply",
+			      counter_json(&st.reply), "icmp",
+			      counter_json(&st.icmp), "new_flows",
+			      (json_int_t)st.new_flows, "untracked",
+			      (json_int_t)st.untracked, "backends", bl));
+	}
+	l4lb_drops(lb, d);
+	for (unsigned i = 0; i < L4LB_DROP__COUNT; i++)
+		json_object_set_new(drops, l4lb_drop_name(i),
+				    json_integer((json_int_t)d[i]));
+	l4lb_conn_stats_get(l4lb_conns((struct l4lb *)lb), &cs);
+	o = json_pack(
+	    "{s:b,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o}", "ok", 1, "services", list,
+	    "conns", "capacity",
+	    (json_int_t)l4lb_conn_capacity(l4lb_conns((struct l4lb *)lb)),
+	    "created", (json_int_t)cs.created, "replaced",
+	    (json_int_t)cs.replaced, "refused", (json_int_t)cs.refused,
+	    "expired", (json_int_t)cs.expired, "drops", drops);
+	return o;
+}
+
+/* Parse @v (a JSON object) as a YAML node with the config's parsers. */
+struct yjson {
+	struct ydoc d;
+	struct ynode root;
+	bool loaded;
+};
+
+static int yjson_load(struct yjson *y, json_t *v, const char *path,
+		      struct dpflow_error *err)
+{
+	yaml_parser_t parser;
+	char *text = json_dumps(v, JSON_COMPACT);
+	int ok;
+
+	memset(y, 0, sizeof(*y));
+	y->d.file = "request";
+	y->d.err = err;
+	if (!text)
+		return dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
+				     strlen(text));
+	ok = yaml_parser_load(&parser, &y->d.doc);
+	yaml_parser_delete(&parser);
+	free(text);
+	if (!ok)
+		return dpflow_error_set(err, EINVAL, path, "not an object");
+	y->loaded = true;
+	y->root.n = yaml_document_get_root_node(&y->d.doc);
+	snprintf(y->root.path, sizeof(y->root.path), "%s", path);
+	return 0;
+}
+
+static void yjson_free(struct yjson *y)
+{
+	if (y->loaded)
+		yaml_document_delete(&y->d.doc);
+}
+
+static int need_keys(json_t *in, const char *const *keys,
+		     struct dpflow_error *err)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(in, key, v)
+	{
+		bool ok = !strcmp(key, "cmd") || !strcmp(key, "id");
+
+		for (unsigned i = 0; keys[i] && !ok; i++)
+			ok = !strcmp(keys[i], key);
+		if (!ok)
+			return dpflow_error_set(err, EINVAL, NULL,
+						"unknown key '%s'", key);
+	}
+	return 0;
+}
+
+static int service_of(struct l4lb *lb, json_t *in, struct dpflow_error *err)
+{
+	const char *name = json_string_value(json_object_get(in, "service"));
+	int id;
+
+	if (!name)
+		return dpflow_error_set(err, EINVAL, "service",
+					"'service' (a name) is missing");
+	id = l4lb_service_find(lb, name);
+	if (id < 0)
+		return dpflow_error_set(err, ENOENT, "service",
+					"no service '%s'", name);
+	return id;
+}
+
+/* The backend that {service, addr, port} names. */
+static int backend_of(struct l4lb *lb, json_t *in, struct dpflow_error *err)
+{
+	const char *a = json_string_value(json_object_get(in, "addr"));
+	json_t *port = json_object_get(in, "port");
+	struct l4lb_addr addr;
+	json_int_t p = 0;
+	int svc = service_of(lb, in, err), id;
+
+	if (svc < 0)
+		return svc;
+	memset(&addr, 0, sizeof(addr));
+	if (!a || (inet_pton(AF_INET, a, addr.b) != 1 &&
+		   !(addr.v6 = inet_pton(AF_INET6, a, addr.b) == 1)))
+		return dpflow_error_set(err, EINVAL, "addr",
+					"'addr' is not an address");
+	if (port) {
+		p = json_integer_value(port);
+		if (!json_is_integer(port) || p < 0 || p > 65535)
+			return dpflow_error_set(err, EINVAL, "port",
+						"'port' is 0..65535");
+	}
+	id = l4lb_backend_find(lb, svc, &addr, (uint16_t)p);
+	if (id < 0)
+		return dpflow_error_set(err, ENOENT, "addr",
+					"no backend %s:%d in that service", a,
+					(int)p);
+	return id;
+}
+
+static int service_add(struct l4lb *lb, json_t *in, struct dpflow_error *err)
+{
+	static const char *const keys[] = {"service", NULL};
+	json_t *s = json_object_get(in, "service"), *bl;
+	struct l4lb_service_cfg sc;
+	struct yjson y;
+	int rc, id;
+	size_t i;
+
+	if ((rc = need_keys(in, keys, err)))
+		return rc;
+	if (!json_is_object(s))
+		return dpflow_error_set(err, EINVAL, "service",
+					"'service' is an object");
+	bl = json_object_get(s, "backends");
+	if (bl && !json_is_array(bl))
+		return dpflow_error_set(err, EINVAL, "service.backends",
+					"a list of backends");
+	if ((rc = yjson_load(&y, s, "service", err)))
+		return rc;
+	rc = l4lb_config_service(&y.d, &y.root, &sc);
+	yjson_free(&y);
+	if (rc)
+		return rc;
+	id = l4lb_service_add(lb, &sc, err);
+	if (id < 0)
+		return id;
+	json_array_foreach(bl, i, s)
+	{
+		struct l4lb_backend_cfg bc;
+
+		if ((rc = yjson_load(&y, s, "service.backends[]", err)))
+			return rc;
+		rc = l4lb_config_backend(&y.d, &y.root, &bc);
+		yjson_free(&y);
+		if (rc)
+			return rc;
+		rc = l4lb_backend_add(lb, id, &bc, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int backend_add(struct l4lb *lb, json_t *in, struct dpflow_error *err)
+{
+	static const char *const keys[] = {"service", "backend", NULL};
+	json_t *b = json_object_get(in, "backend");
+	struct l4lb_backend_cfg bc;
+	struct yjson y;
+	int rc, svc;
+
+	if ((rc = need_keys(in, keys, err)))
+		return rc;
+	svc = service_of(lb, in, err);
+	if (svc < 0)
+		return svc;
+	if (!json_is_object(b))
+		return dpflow_error_set(err, EINVAL, "backend",
+					"'backend' is an object");
+	if ((rc = yjson_load(&y, b, "backend", err)))
+		return rc;
+	rc = l4lb_config_backend(&y.d, &y.root, &bc);
+	yjson_free(&y);
+	if (rc)
+		return rc;
+	rc = l4lb_backend_add(lb, svc, &bc, err);
+	return rc < 0 ? rc : 0;
+}
+
+static int handle(struct l4lb *lb, const char *cmd, json_t *in,
+		  struct dpflow_error *err)
+{
+	static const char *const rm_keys[] = {"service", "addr", "port", NULL};
+	static const char *const set_keys[] = {"service", "addr", "port",
+					       "weight", NULL};
+	static const char *const name_keys[] = {"name", NULL};
+	int rc, id;
+
+	if (!strcmp(cmd, "l4lb.service.add"))
+		return service_add(lb, in, err);
+	if (!strcmp(cmd, "l4lb.backend.add"))
+		return backend_add(lb, in, err);
+	if (!strcmp(cmd, "l4lb.service.rm")) {
+		const char *name =
+		    json_string_value(json_object_get(in, "name"));
+
+		if ((rc = need_keys(in, name_keys, err)))
+			return rc;
+		if (!name)
+			return dpflow_error_set(err, EINVAL, "name",
+						"'name' is missing");
+		return l4lb_service_remove(lb, name, err);
+	}
+	if (!strcmp(cmd, "l4lb.backend.rm")) {
+		if ((rc = need_keys(in, rm_keys, err)))
+			return rc;
+		id = backend_of(lb, in, err);
+		return id < 0 ? id : l4lb_backend_remove(lb, (uint32_t)id, err);
+	}
+	/* l4lb.backend.set */
+	{
+		json_t *w = json_object_get(in, "weight");
+		json_int_t wv = json_integer_value(w);
+
+		if ((rc = need_keys(in, set_keys, err)))
+			return rc;
+		if (!json_is_integer(w) || wv < 0 || wv > 1000000)
+			return dpflow_error_set(err, EINVAL, "weight",
+						"'weight' is 0..1000000");
+		id = backend_of(lb, in, err);
+		return id < 0 ? id
+			      : l4lb_backend_set_weight(lb, (uint32_t)id,
+							(uint32_t)wv, err);
+	}
+}
+
+static char *reply_of(json_t *in, json_t *out)
+{
+	json_t *id = json_object_get(in, "id");
+	char *text;
+
+	if (id)
+		json_object_set(out, "id", id);
+	text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(out);
+	return text;
+}
+
+char *l4lb_ctl_request(void *arg, const char *cmd, const char *req, size_t len)
+{
+	static const char *const cmds[] = {"l4lb.services",
+					   "l4lb.service.add",
+					   "l4lb.service.rm",
+					   "l4lb.backend.add",
+					   "l4lb.backend.rm",
+					   "l4lb.backend.set",
+					   NULL};
+	struct l4lb *lb = arg;
+	struct dpflow_error err = {0};
+	json_t *in, *out;
+	char *text;
+	unsigned i;
+	int rc;
+
+	for (i = 0; cmds[i] && strcmp(cmds[i], cmd); i++)
+		;
+	if (!cmds[i])
+		return NULL;
+	in = json_loadb(req, len, JSON_DECODE_ANY, NULL);
+	if (!in)
+		return NULL;
+	if (i == 0) {
+		out = services_json(lb);
+	} else {
+		rc = handle(lb, cmd, in, &err);
+		if (!rc)
+			rc = l4lb_commit(lb, &err);
+		else
+			l4lb_abort(lb);
+		if (rc)
+			out = json_pack("{s:b,s:s,s:s}", "ok", 0, "error",
+					err.msg[0] ? err.msg : "failed",
+					"field", err.field ? err.field : "");
+		else
+			out = json_pack("{s:b}", "ok", 1);
+	}
+	text = out ? reply_of(in, out) : NULL;
+	json_decref(in);
+	return text;
+}
