@@ -152,28 +152,6 @@ uint32_t l4lb_conn_capacity(const struct l4lb_conn_table *ct)
 	return (ct->mask + 1) * L4LB_CONN_WAYS;
 }
 
-static inline uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-uint64_t l4lb_conn_hash(const struct l4lb_conn_key *k)
-{
-	uint64_t w[5];
-
-	/* five independent multiplies, then one finaliser: short latency */
-	memcpy(w, k, sizeof(w));
-	return mix64(
-	    (w[0] * 0x9e3779b97f4a7c15ull) ^ (w[1] * 0xc2b2ae3d27d4eb4full) ^
-	    (w[2] * 0x165667b19e3779f9ull) ^ (w[3] * 0xd6e8feb86659fd93ull) ^
-	    ((w[4] + 0x27d4eb2f165667c5ull) * 0xff51afd7ed558ccdull));
-}
-
 struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id)
 {
 	return &ct->entries[id];
@@ -204,7 +182,9 @@ void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
 static inline bool key_eq(const struct l4lb_conn_key *a,
 			  const struct l4lb_conn_key *b)
 {
-	return memcmp(a, b, sizeof(*a)) == 0;
+	return ((a->w[0] ^ b->w[0]) | (a->w[1] ^ b->w[1]) |
+		(a->w[2] ^ b->w[2]) | (a->w[3] ^ b->w[3]) |
+		(a->w[4] ^ b->w[4])) == 0;
 }
 
 static inline bool expired(const struct l4lb_conn_table *ct, uint32_t stamp,

@@ -46,16 +46,86 @@ enum l4lb_conn_state {
 };
 
 /* A flow's key: addresses in network order (IPv4 in the first 4 bytes,
- * the rest zero), ports in host order. */
+ * the rest zero), ports in host order. Also readable as five words. */
 struct l4lb_conn_key {
-	uint8_t src[16];
-	uint8_t dst[16];
-	uint16_t sport;
-	uint16_t dport;
-	uint8_t proto;
-	uint8_t v6;
-	uint8_t pad[2];
+	union {
+		struct {
+			uint8_t src[16];
+			uint8_t dst[16];
+			uint16_t sport;
+			uint16_t dport;
+			uint8_t proto;
+			uint8_t v6;
+			uint8_t pad[2];
+		};
+		uint64_t w[5];
+	};
 };
+DPFLOW_STATIC_ASSERT(sizeof(struct l4lb_conn_key) == 40, "five words");
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "l4lb_conn_key_set() writes the key as little-endian words"
+#endif
+
+static inline uint64_t l4lb_ld64_(const uint8_t *p)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint64_t l4lb_ld32_(const uint8_t *p)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+/* Fill @k (all of it: word stores, no byte-wise writes that later word
+ * loads would have to wait for). */
+static inline void l4lb_conn_key_set(struct l4lb_conn_key *k,
+				     const uint8_t *src, const uint8_t *dst,
+				     uint8_t v6, uint16_t sport, uint16_t dport,
+				     uint8_t proto)
+{
+	if (v6) {
+		k->w[0] = l4lb_ld64_(src);
+		k->w[1] = l4lb_ld64_(src + 8);
+		k->w[2] = l4lb_ld64_(dst);
+		k->w[3] = l4lb_ld64_(dst + 8);
+	} else {
+		k->w[0] = l4lb_ld32_(src);
+		k->w[1] = 0;
+		k->w[2] = l4lb_ld32_(dst);
+		k->w[3] = 0;
+	}
+	k->w[4] = (uint64_t)sport | (uint64_t)dport << 16 |
+		  (uint64_t)proto << 32 | (uint64_t)v6 << 40;
+}
+
+static inline uint64_t l4lb_mix64_(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The 64-bit hash of a key (also what Maglev slots are chosen by): five
+ * independent multiplies, then one finaliser. */
+static inline uint64_t l4lb_conn_hash(const struct l4lb_conn_key *k)
+{
+	return l4lb_mix64_(
+	    (k->w[0] * 0x9e3779b97f4a7c15ull) ^
+	    (k->w[1] * 0xc2b2ae3d27d4eb4full) ^
+	    (k->w[2] * 0x165667b19e3779f9ull) ^
+	    (k->w[3] * 0xd6e8feb86659fd93ull) ^
+	    ((k->w[4] + 0x27d4eb2f165667c5ull) * 0xff51afd7ed558ccdull));
+}
 
 /* One tracked direction. */
 struct l4lb_conn {
@@ -94,9 +164,6 @@ struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
 					 const struct l4lb_conn_timeouts *t);
 void l4lb_conn_destroy(struct l4lb_conn_table *ct);
 uint32_t l4lb_conn_capacity(const struct l4lb_conn_table *ct);
-
-/* The 64-bit hash of a key (also what Maglev slots are chosen by). */
-uint64_t l4lb_conn_hash(const struct l4lb_conn_key *k);
 
 /* Entry @id (valid until the entry is freed or replaced). */
 struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id);

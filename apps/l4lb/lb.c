@@ -551,6 +551,12 @@ int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
 			goto undo;
 	}
 	hashes_rebuild(v);
+	for (unsigned b = 0; b < L4LB_BACKENDS_MAX; b++)
+		if (v->be[b].used &&
+		    v->svc[v->be[b].service].cfg.mode != L4LB_MODE_NAT)
+			lb_encap_template(&v->be[b],
+					  &v->svc[v->be[b].service].cfg,
+					  lb->cfg.backend_mac);
 	rc = roots_update(lb, v, err);
 	if (rc == 0)
 		rc = dpflow_entries_process(lb->q, on_entry, err);

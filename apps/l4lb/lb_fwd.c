@@ -58,14 +58,12 @@ const char *l4lb_drop_name(unsigned d)
 uint32_t lb_svc_hash(const uint8_t addr[16], uint8_t v6, uint8_t proto,
 		     uint16_t port)
 {
-	uint32_t h = 2166136261u;
+	uint64_t a = v6 ? l4lb_ld64_(addr) ^ l4lb_ld64_(addr + 8) * 31
+			: l4lb_ld32_(addr);
+	uint64_t x = (a ^ ((uint64_t)proto << 40 | (uint64_t)port << 48)) *
+		     0x9e3779b97f4a7c15ull;
 
-	for (unsigned i = 0; i < (v6 ? 16u : 4u); i++)
-		h = (h ^ addr[i]) * 16777619u;
-	h = (h ^ proto) * 16777619u;
-	h = (h ^ (port & 0xff)) * 16777619u;
-	h = (h ^ (port >> 8)) * 16777619u;
-	return h;
+	return (uint32_t)(x >> 32);
 }
 
 static uint16_t svc_find(const struct lb_view *v, const uint8_t dst[16],
@@ -113,17 +111,11 @@ uint16_t lb_snat_lookup(const struct lb_view *v, const uint8_t dst[16],
 	return SVC_NONE;
 }
 
-static void key_set(struct l4lb_conn_key *k, const uint8_t *src,
-		    const uint8_t *dst, uint8_t v6, uint16_t sport,
-		    uint16_t dport, uint8_t proto)
+static inline void key_set(struct l4lb_conn_key *k, const uint8_t *src,
+			   const uint8_t *dst, uint8_t v6, uint16_t sport,
+			   uint16_t dport, uint8_t proto)
 {
-	memset(k, 0, sizeof(*k));
-	memcpy(k->src, src, v6 ? 16 : 4);
-	memcpy(k->dst, dst, v6 ? 16 : 4);
-	k->v6 = v6;
-	k->sport = sport;
-	k->dport = dport;
-	k->proto = proto;
+	l4lb_conn_key_set(k, src, dst, v6, sport, dport, proto);
 }
 
 /* State a packet of the client's direction moves its flow to. */
@@ -294,28 +286,70 @@ static uint8_t *encap_room(struct dpflow_pool *pool, uint32_t idx,
 	return dpflow_pkt_data(pool, idx);
 }
 
-/* DSR: IP-in-IP or GUE toward backend @b. */
-static bool encap(const struct l4lb *lb, const struct lb_service *s,
-		  const struct lb_backend *b, struct dpflow_pool *pool,
-		  struct pkt_work *w)
+void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,
+		       const uint8_t src_mac[6])
+{
+	uint8_t *f = b->hdr, *ip = f + ETH_HLEN_;
+	bool gue = s->mode == L4LB_MODE_GUE, v6 = b->cfg.addr.v6;
+	unsigned ip_hlen = v6 ? IPV6_HLEN_ : IPV4_HLEN_;
+
+	memset(b->hdr, 0, sizeof(b->hdr));
+	b->hdr_len = (uint8_t)(ETH_HLEN_ + ip_hlen + (gue ? UDP_HLEN_ : 0));
+	b->hdr_sum = 0;
+	eth_set(f, b->dst_mac, src_mac);
+	st16(f + 12, v6 ? ETH_P_IPV6_ : ETH_P_IPV4_);
+	if (v6) {
+		ip[0] = 0x60;
+		ip[6] = gue ? IPPROTO_UDP_ : 0;
+		ip[7] = 64;
+		memcpy(ip + 8, s->encap_src.b, 16);
+		memcpy(ip + 24, b->cfg.addr.b, 16);
+	} else {
+		ip[0] = 0x45;
+		st16(ip + 6, 0x4000); /* DF */
+		ip[8] = 64;
+		ip[9] = gue ? IPPROTO_UDP_ : 0;
+		memcpy(ip + 12, s->encap_src.b, 4);
+		memcpy(ip + 16, b->cfg.addr.b, 4);
+		/* the header's sum without tos, length and protocol */
+		b->hdr_sum = csum_add_bytes(0, ip, IPV4_HLEN_);
+	}
+	if (gue)
+		st16(ip + ip_hlen + 2, s->gue_port);
+}
+
+/* DSR: IP-in-IP or GUE toward backend @b, from its header template. */
+static bool encap(const struct lb_service *s, const struct lb_backend *b,
+		  struct dpflow_pool *pool, struct pkt_work *w)
 {
 	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
 	uint8_t in_v6 = m->outer.l3_type == DPFLOW_L3_IPV6;
 	uint8_t out_v6 = b->cfg.addr.v6;
 	bool gue = s->cfg.mode == L4LB_MODE_GUE;
 	unsigned ip_hlen = out_v6 ? IPV6_HLEN_ : IPV4_HLEN_;
-	unsigned hlen = ETH_HLEN_ + ip_hlen + (gue ? UDP_HLEN_ : 0);
+	unsigned hlen = b->hdr_len;
 	uint8_t tos = m->outer.tos;
 	uint8_t *f, *ip, *udp;
 	unsigned plen;
-	uint8_t nh =
-	    gue ? IPPROTO_UDP_ : (in_v6 ? IPPROTO_IPV6_ : IPPROTO_IPIP_);
 
 	f = encap_room(pool, w->idx, m, hlen, &w->drop);
 	if (!f)
 		return false;
-	eth_set(f, b->dst_mac, lb->cfg.backend_mac);
-	st16(f + 12, out_v6 ? ETH_P_IPV6_ : ETH_P_IPV4_);
+	/* constant sizes: the copies become a few moves */
+	switch (hlen) {
+	case ETH_HLEN_ + IPV4_HLEN_:
+		memcpy(f, b->hdr, ETH_HLEN_ + IPV4_HLEN_);
+		break;
+	case ETH_HLEN_ + IPV4_HLEN_ + UDP_HLEN_:
+		memcpy(f, b->hdr, ETH_HLEN_ + IPV4_HLEN_ + UDP_HLEN_);
+		break;
+	case ETH_HLEN_ + IPV6_HLEN_:
+		memcpy(f, b->hdr, ETH_HLEN_ + IPV6_HLEN_);
+		break;
+	default:
+		memcpy(f, b->hdr, ETH_HLEN_ + IPV6_HLEN_ + UDP_HLEN_);
+		break;
+	}
 	ip = f + ETH_HLEN_;
 	plen = m->data_len - ETH_HLEN_ - ip_hlen; /* after the outer IP */
 	if (out_v6) {
@@ -325,30 +359,26 @@ static bool encap(const struct l4lb *lb, const struct lb_service *s,
 		ip[1] = (uint8_t)((tos & 0xf) << 4 | fl >> 16);
 		st16(ip + 2, (uint16_t)fl);
 		st16(ip + 4, (uint16_t)plen);
-		ip[6] = nh;
-		ip[7] = 64;
-		memcpy(ip + 8, s->cfg.encap_src.b, 16);
-		memcpy(ip + 24, b->cfg.addr.b, 16);
+		if (!gue)
+			ip[6] = in_v6 ? IPPROTO_IPV6_ : IPPROTO_IPIP_;
 	} else {
-		ip[0] = 0x45;
+		uint16_t tot = (uint16_t)(plen + IPV4_HLEN_);
+		uint32_t sum = b->hdr_sum + tos + tot;
+
 		ip[1] = tos;
-		st16(ip + 2, (uint16_t)(plen + IPV4_HLEN_));
-		st16(ip + 4, 0);
-		st16(ip + 6, 0x4000); /* DF */
-		ip[8] = 64;
-		ip[9] = nh;
-		memcpy(ip + 12, s->cfg.encap_src.b, 4);
-		memcpy(ip + 16, b->cfg.addr.b, 4);
-		ipv4_csum_set(ip, IPV4_HLEN_);
+		st16(ip + 2, tot);
+		if (!gue) {
+			ip[9] = in_v6 ? IPPROTO_IPV6_ : IPPROTO_IPIP_;
+			sum += ip[9];
+		}
+		st16(ip + 10, (uint16_t)~csum_fold(sum));
 	}
 	if (!gue)
 		return true;
 	udp = ip + ip_hlen;
 	/* source port from the flow hash: entropy for the backend's RSS */
 	st16(udp, (uint16_t)(0x8000u | ((uint32_t)(w->h >> 17) & 0x7fffu)));
-	st16(udp + 2, s->cfg.gue_port);
 	st16(udp + 4, (uint16_t)plen);
-	st16(udp + 6, 0);
 	if (out_v6) { /* IPv6 UDP needs its checksum (RFC 8200 8.1) */
 		uint32_t sum = csum_add_bytes(0, ip + 8, 32);
 
@@ -501,7 +531,7 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 			    b->cfg.addr.b,
 			    b->cfg.port ? b->cfg.port : w->key.dport);
 		eth_set(f, b->dst_mac, lb->cfg.backend_mac);
-	} else if (!encap(lb, s, b, pool, w)) {
+	} else if (!encap(s, b, pool, w)) {
 		return;
 	}
 	count_add(&sh->svc[w->svc].fwd, m->data_len, at);
@@ -603,7 +633,7 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 		}
 		icmp_csum_set(l3, l4, v6, l4len);
 		eth_set(f, b->dst_mac, lb->cfg.backend_mac);
-	} else if (!encap(lb, s, b, pool, w)) {
+	} else if (!encap(s, b, pool, w)) {
 		return;
 	}
 	count_add(&sh->svc[w->svc].icmp, m->data_len, at);

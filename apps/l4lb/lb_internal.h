@@ -27,6 +27,11 @@ struct lb_backend {
 	uint16_t service;
 	struct l4lb_backend_cfg cfg;
 	uint8_t dst_mac[6]; /* cfg.mac or the backend gateway MAC */
+	/* DSR services: the outer headers (Ethernet, IP, UDP for GUE) with
+	 * tos, lengths and protocol zero, and the IPv4 header's sum */
+	uint8_t hdr_len;
+	uint32_t hdr_sum;
+	uint8_t hdr[64];
 };
 
 /* One published view of every service and backend. Immutable. */
@@ -65,6 +70,10 @@ struct l4lb {
 struct lb_health;
 /* Close the health checks in flight and free their state. */
 void lb_health_free(struct l4lb *lb);
+
+/* Build backend @b's encapsulation template for service @s. */
+void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,
+		       const uint8_t src_mac[6]);
 
 /* Hash of (address, proto, port) into the service tables. */
 uint32_t lb_svc_hash(const uint8_t addr[16], uint8_t v6, uint8_t proto,
