@@ -90,7 +90,6 @@ static int root_pipe(struct l4lb *lb, unsigned i, uint16_t port,
 		pc.match.f[0].field = fam ? DPFLOW_FIELD_OUTER_IPV6_DST
 					  : DPFLOW_FIELD_OUTER_IPV4_DST;
 		pc.match.f[0].per_entry = true;
-		pc.monitor.counter = true;
 		pc.fwd.kind = DPFLOW_FWD_HANDLER;
 		pc.fwd.handler = l4lb_handle;
 		pc.fwd.handler_arg = lb;
