@@ -29,6 +29,10 @@ struct l4lb_conn_table {
 #define STAMP(ms, st) ((((ms)&L4LB_CONN_STAMP_MAX) << 2) | (st))
 #define STATE_OF(w)   ((w)&3u)
 #define MS_OF(w)      ((w) >> 2)
+/* ms a thread's now_ms may trail stamps other threads wrote */
+#define CONN_SKEW_MAX 0x10000u
+/* longest timeout: ages beyond it are taken for stamps ahead */
+#define CONN_TIMEOUT_MAX (L4LB_CONN_STAMP_MAX - CONN_SKEW_MAX)
 
 static void count(struct l4lb_conn_table *ct, uint64_t *c)
 {
@@ -125,6 +129,9 @@ struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
 	ct->timeout[L4LB_CONN_ESTABLISHED] =
 	    t && t->established ? t->established : 300000;
 	ct->timeout[L4LB_CONN_CLOSING] = t && t->closing ? t->closing : 10000;
+	for (unsigned i = 0; i < 4; i++)
+		if (ct->timeout[i] > CONN_TIMEOUT_MAX)
+			ct->timeout[i] = CONN_TIMEOUT_MAX;
 	ct->buckets_len = (size_t)(ct->mask + 1) * sizeof(*ct->buckets);
 	ct->entries_len = (size_t)n * sizeof(*ct->entries);
 	ct->buckets = map_zeroed(ct->buckets_len);
@@ -173,7 +180,7 @@ void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
 	const struct conn_bucket *bk = &ct->buckets[b];
 
 	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++)
-		if (bk->sig[w] == sig) {
+		if (__atomic_load_n(&bk->sig[w], __ATOMIC_RELAXED) == sig) {
 			DPFLOW_PREFETCH(&ct->entries[b * L4LB_CONN_WAYS + w]);
 			return;
 		}
@@ -187,13 +194,23 @@ static inline bool key_eq(const struct l4lb_conn_key *a,
 		(a->w[4] ^ b->w[4])) == 0;
 }
 
-static inline bool expired(const struct l4lb_conn_table *ct, uint32_t stamp,
-			   uint32_t now_ms)
+/*
+ * How long ago @stamp was written, in ms, at @now_ms. Data threads read
+ * the clock once a burst, so a stamp another thread wrote may be a little
+ * ahead of @now_ms: such a stamp is young (age 0), not 2^30 ms old.
+ */
+static inline uint32_t age_of(uint32_t stamp, uint32_t now_ms)
 {
 	uint32_t age = ((now_ms & L4LB_CONN_STAMP_MAX) - MS_OF(stamp)) &
 		       L4LB_CONN_STAMP_MAX;
 
-	return age > ct->timeout[STATE_OF(stamp)];
+	return age > L4LB_CONN_STAMP_MAX - CONN_SKEW_MAX ? 0 : age;
+}
+
+static inline bool expired(const struct l4lb_conn_table *ct, uint32_t stamp,
+			   uint32_t now_ms)
+{
+	return age_of(stamp, now_ms) > ct->timeout[STATE_OF(stamp)];
 }
 
 /* Way of @k in bucket @b, or -1. Lock held. */
@@ -305,8 +322,7 @@ static int choose_way(struct l4lb_conn_table *ct, uint32_t b, uint8_t state,
 			return (int)w;
 		}
 		st = STATE_OF(bk->stamp[w]);
-		age = ((now_ms & L4LB_CONN_STAMP_MAX) - MS_OF(bk->stamp[w])) &
-		      L4LB_CONN_STAMP_MAX;
+		age = age_of(bk->stamp[w], now_ms);
 		if (st != L4LB_CONN_ESTABLISHED &&
 		    (lru_half < 0 || age >= age_half)) {
 			lru_half = (int)w;

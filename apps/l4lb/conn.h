@@ -140,7 +140,7 @@ struct l4lb_conn {
 DPFLOW_STATIC_ASSERT(sizeof(struct l4lb_conn) == 64, "an entry is a line");
 
 /* Timeouts per state, milliseconds. */
-struct l4lb_conn_timeouts {
+struct l4lb_conn_timeouts {   /* at most about 12 days (2^30 ms - 65 s) */
 	uint32_t half_open;   /* default 5000 */
 	uint32_t established; /* default 300000 */
 	uint32_t closing;     /* default 10000 */
@@ -179,8 +179,8 @@ void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h);
 /*
  * Find the live entry of @k (hash @h) at time @now_ms: its id, or
  * L4LB_CONN_NONE. A hit refreshes the entry's stamp and, when @state is
- * not FREE, moves it to @state (never back from CLOSING to
- * HALF_OPEN). Copies the entry to @out when found (@out may be NULL).
+ * not FREE, moves it to @state (never back from CLOSING). Copies the entry to
+ * @out when found (@out may be NULL).
  */
 uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
 			  const struct l4lb_conn_key *k, uint64_t h,

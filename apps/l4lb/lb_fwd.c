@@ -434,11 +434,13 @@ static bool snat_bind(struct l4lb *lb, const struct lb_service *s,
 		rid = l4lb_conn_insert(lb->conns, &rc, rh, now_ms, state);
 		if (rid == L4LB_CONN_NONE)
 			continue;
+		if (rid == fid) /* it took its own forward entry's way:
+				   the caller frees it */
+			return false;
 		l4lb_conn_link(lb->conns, fid, rid);
 		*port_out = p;
 		return true;
 	}
-	(void)fid;
 	return false;
 }
 

@@ -1,0 +1,1302 @@
+/*
+ * Connection table tests (apps/l4lb/conn.*), against the contract of
+ * conn.h. The main one is differential: a naive reference model (a plain
+ * array of records, one per entry id, each with its key, state, last use,
+ * twin and bucket) implements the documented policy, and random
+ * operations on small tables with keys from a small pool (buckets
+ * overflow all the time) are checked op by op against it. The model knows
+ * nothing of the table's layout: an insert may take any unused id while
+ * its bucket has fewer than 8 records, or any expired record of the
+ * bucket; the only layout assumption is that an id keeps its bucket.
+ * Where LRU ages tie, any tied candidate is accepted.
+ *
+ * Then properties: a SYN flood never replaces established flows; expiry
+ * at the exact boundary, also across the 2^30 ms stamp wrap and the 2^32
+ * wrap of now_ms; twin entries; four threads on a shared table; argument
+ * checks.
+ *
+ * Seeds: L4LB_CONN_SEED (environment) overrides the fixed base seed; a
+ * mismatch prints the seed and the operation number.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "l4lb/conn.h"
+
+#define NONE L4LB_CONN_NONE
+#define WAYS L4LB_CONN_WAYS
+#define HO   L4LB_CONN_HALF_OPEN
+#define EST  L4LB_CONN_ESTABLISHED
+#define CL   L4LB_CONN_CLOSING
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t rng64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint64_t *s, uint32_t n)
+{
+	return (uint32_t)(((rng64(s) >> 32) * n) >> 32);
+}
+
+static uint64_t base_seed(void)
+{
+	const char *e = getenv("L4LB_CONN_SEED");
+
+	return e ? strtoull(e, NULL, 0) : 0x1a4bc0de5eedull;
+}
+
+/* Context of the failure message: the seed and the operation number. */
+static uint64_t g_seed;
+static unsigned long g_op;
+
+#define FAILF(fmt, ...)                                                       \
+	cr_assert_fail("seed %#llx op %lu: " fmt, (unsigned long long)g_seed, \
+		       g_op, __VA_ARGS__)
+#define CHECK(cond, fmt, ...)                    \
+	do {                                     \
+		if (!(cond))                     \
+			FAILF(fmt, __VA_ARGS__); \
+	} while (0)
+
+/* A key with a unique @tag (first 4 source bytes) and random rest. */
+static void key_make(uint64_t *rs, uint32_t tag, struct l4lb_conn_key *k)
+{
+	uint64_t a = rng64(rs), b = rng64(rs);
+
+	memset(k, 0, sizeof(*k));
+	k->v6 = rng_below(rs, 4) == 0;
+	k->src[0] = (uint8_t)(tag >> 24);
+	k->src[1] = (uint8_t)(tag >> 16);
+	k->src[2] = (uint8_t)(tag >> 8);
+	k->src[3] = (uint8_t)tag;
+	memcpy(k->dst, &a, 4);
+	if (k->v6) {
+		memcpy(k->src + 4, &b, 8);
+		memcpy(k->dst + 4, &a, 8);
+		memcpy(k->src + 12, &b, 4);
+		memcpy(k->dst + 12, &b, 4);
+	}
+	k->sport = (uint16_t)(b >> 40);
+	k->dport = (uint16_t)(b >> 24);
+	k->proto = (b >> 60) & 1 ? 6 : 17;
+}
+
+static void conn_make(uint64_t *rs, uint32_t tag, struct l4lb_conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	key_make(rs, tag, &c->key);
+	c->backend = (uint32_t)rng64(rs);
+	c->peer = (uint32_t)rng64(rs); /* insert must reset it */
+	c->service = (uint16_t)rng64(rs);
+	c->snat_port = (uint16_t)rng64(rs);
+	c->reverse = (uint8_t)(rng64(rs) & 1);
+}
+
+static uint32_t bucket_of(const struct l4lb_conn_table *ct, uint64_t h)
+{
+	return (uint32_t)h & (l4lb_conn_capacity(ct) / WAYS - 1);
+}
+
+/* A connection whose key falls in bucket @b of @ct. */
+static uint64_t conn_in_bucket(const struct l4lb_conn_table *ct, uint64_t *rs,
+			       uint32_t *tag, uint32_t b, struct l4lb_conn *c)
+{
+	for (;;) {
+		uint64_t h;
+
+		conn_make(rs, (*tag)++, c);
+		h = l4lb_conn_hash(&c->key);
+		if (bucket_of(ct, h) == b)
+			return h;
+	}
+}
+
+/* ------------------------------------------------ the reference model */
+
+struct mrec {
+	bool used; /* holds an entry (maybe expired) */
+	uint8_t state;
+	uint32_t last_ms;
+	uint32_t bucket;
+	struct l4lb_conn c; /* c.peer: the twin */
+};
+
+struct model {
+	struct mrec *r;
+	uint32_t *home; /* bucket an id was first used for, or NONE */
+	uint32_t cap, buckets;
+	uint32_t to[4];
+	struct l4lb_conn_stats st;
+};
+
+static void model_init(struct model *m, uint32_t cap,
+		       const struct l4lb_conn_timeouts *t)
+{
+	memset(m, 0, sizeof(*m));
+	m->cap = cap;
+	m->buckets = cap / WAYS;
+	m->r = calloc(cap, sizeof(*m->r));
+	m->home = malloc(cap * sizeof(*m->home));
+	cr_assert(m->r && m->home);
+	for (uint32_t i = 0; i < cap; i++) {
+		m->home[i] = NONE;
+		m->r[i].c.peer = NONE;
+	}
+	m->to[HO] = t->half_open;
+	m->to[EST] = t->established;
+	m->to[CL] = t->closing;
+}
+
+static void model_fini(struct model *m)
+{
+	free(m->r);
+	free(m->home);
+}
+
+static bool m_live(const struct model *m, uint32_t id, uint32_t now)
+{
+	const struct mrec *r = &m->r[id];
+
+	return r->used && (uint32_t)(now - r->last_ms) <= m->to[r->state];
+}
+
+/* Live record of key @k, or NONE (naive: the whole array). */
+static uint32_t m_find(const struct model *m, const struct l4lb_conn_key *k,
+		       uint32_t now)
+{
+	for (uint32_t id = 0; id < m->cap; id++)
+		if (m_live(m, id, now) &&
+		    memcmp(&m->r[id].c.key, k, sizeof(*k)) == 0)
+			return id;
+	return NONE;
+}
+
+/* The state a lookup or touch moves an entry in @cur to for @req. */
+static uint8_t m_move(uint8_t cur, uint8_t req)
+{
+	if (req == L4LB_CONN_FREE)
+		return cur;
+	if (cur == CL)
+		return CL; /* never back from CLOSING */
+	return req;
+}
+
+static void m_clear(struct model *m, uint32_t id)
+{
+	m->r[id].used = false;
+	m->r[id].c.peer = NONE;
+}
+
+/* Free the twin @p of @id when it is one (its peer points back). */
+static void m_free_twin(struct model *m, uint32_t id, uint32_t p)
+{
+	if (p != NONE && p < m->cap && m->r[p].used && m->r[p].c.peer == id)
+		m_clear(m, p);
+}
+
+/* Insert @c in the table and check the result against the policy. */
+static uint32_t m_insert(struct l4lb_conn_table *ct, struct model *m,
+			 const struct l4lb_conn *c, uint64_t h, uint32_t now,
+			 uint8_t state)
+{
+	uint32_t b = (uint32_t)h & (m->buckets - 1);
+	uint32_t got = l4lb_conn_insert(ct, c, h, now, state);
+	uint32_t dup = m_find(m, &c->key, now);
+	unsigned used = 0, expired = 0;
+	uint32_t max_half = 0, max_any = 0;
+	bool have_half = false;
+	struct mrec *v;
+	uint32_t p;
+
+	if (dup != NONE) {
+		CHECK(got == NONE, "insert of a live key (entry %u) gave %u",
+		      dup, got);
+		return NONE;
+	}
+	for (uint32_t id = 0; id < m->cap; id++) {
+		const struct mrec *r = &m->r[id];
+		uint32_t age = now - r->last_ms;
+
+		if (!r->used || r->bucket != b)
+			continue;
+		used++;
+		if (!m_live(m, id, now)) {
+			expired++;
+			continue;
+		}
+		if (r->state != EST && (!have_half || age > max_half)) {
+			have_half = true;
+			max_half = age;
+		}
+		if (age > max_any)
+			max_any = age;
+	}
+	CHECK(used <= WAYS, "model: %u records in bucket %u", used, b);
+	if (got == NONE) {
+		CHECK(used == WAYS && !expired && !have_half && state != EST,
+		      "insert (state %u) refused in bucket %u: %u in use, %u "
+		      "expired, half-open/closing ones: %d",
+		      state, b, used, expired, have_half);
+		m->st.refused++;
+		return NONE;
+	}
+	CHECK(got < m->cap, "insert gave id %u", got);
+	CHECK(m->home[got] == NONE || m->home[got] == b,
+	      "id %u used for bucket %u, now for bucket %u", got, m->home[got],
+	      b);
+	v = &m->r[got];
+	if (used < WAYS || expired) {
+		if (v->used)
+			CHECK(v->bucket == b && !m_live(m, got, now),
+			      "insert took entry %u (bucket %u, live %d) while "
+			      "bucket %u had %u in use, %u expired",
+			      got, v->bucket, m_live(m, got, now), b, used,
+			      expired);
+		else
+			CHECK(used < WAYS,
+			      "insert took unused id %u but bucket %u is "
+			      "full (%u expired)",
+			      got, b, expired);
+	} else {
+		uint32_t age = now - v->last_ms;
+
+		CHECK(v->used && v->bucket == b,
+		      "insert in full bucket %u took id %u (used %d bucket %u)",
+		      b, got, v->used, v->bucket);
+		if (have_half)
+			CHECK(v->state != EST && age == max_half,
+			      "insert (state %u) replaced id %u in state %u "
+			      "age %u; LRU half-open/closing age is %u",
+			      state, got, v->state, age, max_half);
+		else
+			CHECK(state == EST && age == max_any,
+			      "insert (state %u) replaced established id %u "
+			      "age %u; LRU age %u",
+			      state, got, age, max_any);
+	}
+	m->home[got] = b;
+	p = NONE;
+	if (v->used) {
+		p = v->c.peer;
+		if (m_live(m, got, now))
+			m->st.replaced++;
+		else
+			m->st.expired++;
+	}
+	m->st.created++;
+	v->used = true;
+	v->state = state;
+	v->last_ms = now;
+	v->bucket = b;
+	v->c = *c;
+	v->c.peer = NONE;
+	m_free_twin(m, got, p);
+	return got;
+}
+
+static void m_check_entry(const struct model *m, uint32_t id,
+			  const struct l4lb_conn *e, const char *what)
+{
+	const struct l4lb_conn *x = &m->r[id].c;
+
+	CHECK(memcmp(e, x, sizeof(*e)) == 0,
+	      "%s of entry %u differs: backend %u/%u peer %u/%u service "
+	      "%u/%u snat %u/%u reverse %u/%u key %s",
+	      what, id, e->backend, x->backend, e->peer, x->peer, e->service,
+	      x->service, e->snat_port, x->snat_port, e->reverse, x->reverse,
+	      memcmp(&e->key, &x->key, sizeof(e->key)) ? "differs" : "same");
+}
+
+/* Counters, stats and the contents of every live entry. */
+static void m_check_all(struct l4lb_conn_table *ct, const struct model *m,
+			uint32_t now)
+{
+	uint32_t live = 0, est = 0, t_est = 0, t_live;
+	struct l4lb_conn_stats s;
+
+	for (uint32_t id = 0; id < m->cap; id++) {
+		if (!m_live(m, id, now))
+			continue;
+		live++;
+		est += m->r[id].state == EST;
+		m_check_entry(m, id, l4lb_conn_entry(ct, id), "entry");
+	}
+	t_live = l4lb_conn_count(ct, now, &t_est);
+	CHECK(t_live == live && t_est == est,
+	      "count: %u live %u established, model %u %u", t_live, t_est, live,
+	      est);
+	l4lb_conn_stats_get(ct, &s);
+	CHECK(s.created == m->st.created && s.replaced == m->st.replaced &&
+		  s.refused == m->st.refused && s.expired == m->st.expired,
+	      "stats created/replaced/refused/expired %llu/%llu/%llu/%llu, "
+	      "model %llu/%llu/%llu/%llu",
+	      (unsigned long long)s.created, (unsigned long long)s.replaced,
+	      (unsigned long long)s.refused, (unsigned long long)s.expired,
+	      (unsigned long long)m->st.created,
+	      (unsigned long long)m->st.replaced,
+	      (unsigned long long)m->st.refused,
+	      (unsigned long long)m->st.expired);
+}
+
+static uint8_t random_state(uint64_t *rs)
+{
+	static const uint8_t pick[8] = {HO, HO, HO, EST, EST, EST, CL, CL};
+
+	return pick[rng_below(rs, 8)];
+}
+
+static uint8_t random_req(uint64_t *rs)
+{
+	static const uint8_t pick[8] = {L4LB_CONN_FREE,
+					L4LB_CONN_FREE,
+					L4LB_CONN_FREE,
+					HO,
+					EST,
+					EST,
+					EST,
+					CL};
+
+	return pick[rng_below(rs, 8)];
+}
+
+/* --------------------------------------- 1. differential, random ops */
+
+static void differential(uint32_t entries, bool shared, uint64_t seed,
+			 unsigned long ops)
+{
+	uint64_t rs = seed;
+	struct l4lb_conn_timeouts to = {
+	    .half_open = 20 + rng_below(&rs, 1000),
+	    .established = 100 + rng_below(&rs, 3000),
+	    .closing = 5 + rng_below(&rs, 300),
+	};
+	struct l4lb_conn_table *ct = l4lb_conn_create(entries, shared, &to);
+	static const uint32_t starts[] = {0,	       1000,	    0x3ffff000u,
+					  0x3fffff00u, 0x7ffff800u, 0xfffff000u,
+					  0xffffff00u};
+	uint32_t cap, npool, now, *live;
+	struct l4lb_conn *pool;
+	uint64_t *hash;
+	struct model m;
+
+	g_seed = seed;
+	g_op = 0;
+	cr_assert_not_null(ct);
+	cap = l4lb_conn_capacity(ct);
+	cr_assert_eq(cap, entries);
+	model_init(&m, cap, &to);
+	npool = cap * 4;
+	pool = calloc(npool, sizeof(*pool));
+	hash = calloc(npool, sizeof(*hash));
+	live = calloc(cap, sizeof(*live));
+	cr_assert(pool && hash && live);
+	for (uint32_t i = 0; i < npool; i++) {
+		conn_make(&rs, i, &pool[i]);
+		hash[i] = l4lb_conn_hash(&pool[i].key);
+	}
+	now = starts[rng_below(&rs, DPFLOW_ARRAY_SIZE(starts))] +
+	      rng_below(&rs, 0x100);
+
+	for (g_op = 0; g_op < ops; g_op++) {
+		uint32_t op = rng_below(&rs, 100), nlive = 0;
+		uint32_t k = rng_below(&rs, npool);
+		struct l4lb_conn out;
+
+		for (uint32_t id = 0; id < cap; id++)
+			if (m_live(&m, id, now))
+				live[nlive++] = id;
+
+		if (op < 34) { /* insert */
+			struct l4lb_conn c = pool[k];
+
+			c.backend = (uint32_t)rng64(&rs);
+			m_insert(ct, &m, &c, hash[k], now, random_state(&rs));
+		} else if (op < 64) { /* lookup */
+			uint8_t req = random_req(&rs);
+			bool want = rng_below(&rs, 4) != 0;
+			uint32_t got, exp;
+
+			memset(&out, 0xa5, sizeof(out));
+			got = l4lb_conn_lookup(ct, &pool[k].key, hash[k], now,
+					       req, want ? &out : NULL);
+			exp = m_find(&m, &pool[k].key, now);
+			CHECK(got == exp, "lookup of pool key %u: %u, model %u",
+			      k, got, exp);
+			if (exp != NONE) {
+				struct mrec *r = &m.r[exp];
+
+				r->state = m_move(r->state, req);
+				r->last_ms = now;
+				if (want)
+					m_check_entry(&m, exp, &out,
+						      "lookup copy");
+			}
+		} else if (op < 74) { /* touch, a live id or any */
+			uint8_t req = random_req(&rs), got, exp;
+			uint32_t id = nlive && rng_below(&rs, 4)
+					  ? live[rng_below(&rs, nlive)]
+					  : rng_below(&rs, cap);
+
+			got = l4lb_conn_touch(ct, id, now, req);
+			exp = L4LB_CONN_FREE;
+			if (m_live(&m, id, now)) {
+				exp = m_move(m.r[id].state, req);
+				m.r[id].state = exp;
+				m.r[id].last_ms = now;
+			}
+			CHECK(got == exp, "touch(%u, req %u): %u, model %u", id,
+			      req, got, exp);
+		} else if (op < 80) { /* free a live (rarely expired) entry */
+			uint32_t id = NONE, p;
+
+			if (rng_below(&rs, 8) == 0) {
+				uint32_t i = rng_below(&rs, cap);
+
+				if (m.r[i].used)
+					id = i;
+			} else if (nlive) {
+				id = live[rng_below(&rs, nlive)];
+			}
+			if (id == NONE)
+				continue;
+			l4lb_conn_free(ct, id);
+			p = m.r[id].c.peer;
+			m_clear(&m, id);
+			m_free_twin(&m, id, p);
+			CHECK(l4lb_conn_touch(ct, id, now, L4LB_CONN_FREE) ==
+				  L4LB_CONN_FREE,
+			      "entry %u live after free", id);
+		} else if (op < 88) { /* link two live entries */
+			uint32_t a, b;
+
+			if (nlive < 2)
+				continue;
+			a = live[rng_below(&rs, nlive)];
+			b = live[rng_below(&rs, nlive)];
+			if (a == b)
+				continue;
+			l4lb_conn_link(ct, a, b);
+			m.r[a].c.peer = b;
+			m.r[b].c.peer = a;
+		} else if (op < 95) { /* set_backend */
+			uint32_t id, be = (uint32_t)rng64(&rs);
+			uint16_t port = (uint16_t)rng64(&rs);
+
+			if (!nlive)
+				continue;
+			id = live[rng_below(&rs, nlive)];
+			l4lb_conn_set_backend(ct, id, be, port);
+			m.r[id].c.backend = be;
+			m.r[id].c.snat_port = port;
+		} else { /* time */
+			uint32_t r = rng_below(&rs, 100);
+
+			if (r < 90) /* 0 too: ties in age */
+				now += rng_below(&rs, 3);
+			else if (r < 99)
+				now += rng_below(&rs, 2 * to.closing + 2);
+			else
+				now += rng_below(&rs, to.established + 50);
+			l4lb_conn_prefetch(ct, hash[k]);
+			l4lb_conn_prefetch_entry(ct, hash[k]);
+		}
+		if (g_op % 128 == 0 || op >= 95)
+			m_check_all(ct, &m, now);
+	}
+	m_check_all(ct, &m, now);
+	cr_log_info(
+	    "%u entries seed %#llx: created %llu replaced %llu "
+	    "refused %llu expired %llu",
+	    cap, (unsigned long long)seed, (unsigned long long)m.st.created,
+	    (unsigned long long)m.st.replaced, (unsigned long long)m.st.refused,
+	    (unsigned long long)m.st.expired);
+	free(pool);
+	free(hash);
+	free(live);
+	model_fini(&m);
+	l4lb_conn_destroy(ct);
+}
+
+Test(l4lb_conn, differential_random_ops)
+{
+	static const uint32_t sizes[] = {64, 128, 256, 512};
+	uint64_t base = base_seed();
+
+	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(sizes); i++)
+		differential(sizes[i], i & 1, base + i * 0x1000193, 50000);
+}
+
+/* ------------------------------------------------------- 2. SYN flood */
+
+#define FLOOD_EST 2000u
+#define FLOOD_N	  1000000u
+
+static void key_seq(uint32_t i, uint8_t kind, struct l4lb_conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->key.src[0] = kind;
+	c->key.src[1] = (uint8_t)(i >> 16);
+	c->key.src[2] = (uint8_t)(i >> 8);
+	c->key.src[3] = (uint8_t)i;
+	c->key.dst[0] = 10;
+	c->key.dst[3] = 1;
+	c->key.sport = (uint16_t)(1024 + i % 50000);
+	c->key.dport = 80;
+	c->key.proto = 6;
+	c->backend = i;
+}
+
+Test(l4lb_conn, syn_flood_keeps_established)
+{
+	struct l4lb_conn_table *ct = l4lb_conn_create(4096, false, NULL);
+	static uint32_t ids[FLOOD_EST];
+	static uint8_t est_in[4096 / WAYS];
+	struct l4lb_conn_stats s1, s2;
+	uint32_t now = 1000, lost = 0, live, est, mask;
+	uint64_t refused_exp = 0;
+
+	g_seed = 0;
+	g_op = 0;
+	cr_assert_not_null(ct);
+	cr_assert_eq(l4lb_conn_capacity(ct), 4096);
+	mask = 4096 / WAYS - 1;
+	for (uint32_t i = 0; i < FLOOD_EST; i++) {
+		struct l4lb_conn c;
+
+		key_seq(i, 1, &c);
+		ids[i] =
+		    l4lb_conn_insert(ct, &c, l4lb_conn_hash(&c.key), now, EST);
+		cr_assert_neq(ids[i], NONE, "established flow %u refused", i);
+	}
+	/* Buckets with more than 8 established flows replaced some:
+	 * those are the only ones lost. */
+	l4lb_conn_stats_get(ct, &s1);
+	memset(est_in, 0, sizeof(est_in));
+	for (uint32_t i = 0; i < FLOOD_EST; i++) {
+		struct l4lb_conn c;
+		uint64_t h;
+		uint32_t got;
+
+		key_seq(i, 1, &c);
+		h = l4lb_conn_hash(&c.key);
+		got =
+		    l4lb_conn_lookup(ct, &c.key, h, now, L4LB_CONN_FREE, NULL);
+		if (got == NONE) {
+			ids[i] = NONE;
+			lost++;
+			continue;
+		}
+		cr_assert_eq(got, ids[i]);
+		est_in[h & mask]++;
+	}
+	cr_assert_eq(lost, s1.replaced);
+	cr_assert_eq(s1.refused, 0);
+	cr_assert_eq(s1.created, FLOOD_EST);
+	live = l4lb_conn_count(ct, now, &est);
+	cr_assert_eq(live, FLOOD_EST - lost);
+	cr_assert_eq(est, FLOOD_EST - lost);
+
+	/* 1M distinct half-open flows over 10 s, with a 5001 ms pause
+	 * halfway: the half-open entries (5 s) then all expire and are
+	 * reused, the established ones (300 s) do not expire. */
+	for (uint32_t j = 0; j < FLOOD_N; j++) {
+		struct l4lb_conn c;
+		uint64_t h;
+		uint32_t id;
+
+		if (j % 100 == 0)
+			now++;
+		if (j == FLOOD_N / 2)
+			now += 5001;
+		key_seq(j, 2, &c);
+		h = l4lb_conn_hash(&c.key);
+		id = l4lb_conn_insert(ct, &c, h, now, HO);
+		if (est_in[h & mask] == WAYS) {
+			refused_exp++;
+			if (id != NONE)
+				cr_assert_fail(
+				    "half-open flow %u took entry %u "
+				    "in a bucket of established "
+				    "flows",
+				    j, id);
+		} else if (id == NONE) {
+			cr_assert_fail("half-open flow %u refused in bucket "
+				       "%u with %u established",
+				       j, (unsigned)(h & mask),
+				       est_in[h & mask]);
+		}
+	}
+	l4lb_conn_stats_get(ct, &s2);
+	cr_assert_eq(s2.refused - s1.refused, refused_exp);
+	cr_assert_eq(s2.created - s1.created, FLOOD_N - refused_exp);
+	cr_assert_leq(s2.replaced - s1.replaced + s2.expired - s1.expired,
+		      s2.created - s1.created);
+	cr_assert_gt(s2.replaced - s1.replaced, 0);
+	cr_assert_gt(s2.expired - s1.expired, 0);
+	for (uint32_t i = 0; i < FLOOD_EST; i++) {
+		struct l4lb_conn c, out;
+		uint32_t got;
+
+		if (ids[i] == NONE)
+			continue;
+		key_seq(i, 1, &c);
+		got = l4lb_conn_lookup(ct, &c.key, l4lb_conn_hash(&c.key), now,
+				       L4LB_CONN_FREE, &out);
+		cr_assert_eq(got, ids[i], "established flow %u lost", i);
+		cr_assert_eq(out.backend, i);
+		cr_assert_eq(l4lb_conn_touch(ct, got, now, L4LB_CONN_FREE),
+			     EST);
+	}
+	live = l4lb_conn_count(ct, now, &est);
+	cr_assert_eq(est, FLOOD_EST - lost);
+	cr_assert_leq(live, l4lb_conn_capacity(ct));
+	cr_assert_gt(live, est);
+	l4lb_conn_destroy(ct);
+}
+
+/* ---------------------------------------------------------- 3. expiry */
+
+static const uint32_t expiry_starts[] = {
+    1000,	 0x3fffffffu - 60,
+    0x3fffffffu, 0x40000000u - 1,
+    0x40000000u, 0x7fffffffu - 30,
+    0xbfffffffu, 0xffffffffu - 60,
+    0xffffffffu, 0,
+};
+
+Test(l4lb_conn, expiry_at_the_boundary)
+{
+	const struct l4lb_conn_timeouts to = {100, 1000, 50};
+	const uint32_t tmo[4] = {0, 100, 1000, 50};
+	uint64_t rs = base_seed() ^ 3;
+	uint32_t tag = 0;
+
+	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(expiry_starts); i++)
+		for (uint8_t s = HO; s <= CL; s++) {
+			struct l4lb_conn_table *ct =
+			    l4lb_conn_create(64, i & 1, &to);
+			uint32_t t = expiry_starts[i], T = tmo[s], id, id2, est;
+			struct l4lb_conn c, dup;
+			uint64_t h;
+
+			cr_assert_not_null(ct);
+			conn_make(&rs, tag++, &c);
+			h = l4lb_conn_hash(&c.key);
+			id = l4lb_conn_insert(ct, &c, h, t, s);
+			cr_assert_neq(id, NONE);
+			dup = c;
+			dup.backend++;
+			cr_assert_eq(l4lb_conn_insert(ct, &dup, h, t + T, s),
+				     NONE, "duplicate of a live key (t %#x)",
+				     t);
+			/* count does not refresh */
+			cr_assert_eq(l4lb_conn_count(ct, t + T, &est), 1,
+				     "state %u start %#x: dead at age %u", s, t,
+				     T);
+			cr_assert_eq(est, s == EST);
+			cr_assert_eq(l4lb_conn_count(ct, t + T + 1, NULL), 0,
+				     "state %u start %#x: live at age %u", s, t,
+				     T + 1);
+			/* an expired entry is not found and not touched */
+			cr_assert_eq(l4lb_conn_lookup(ct, &c.key, h, t + T + 1,
+						      EST, NULL),
+				     NONE);
+			cr_assert_eq(l4lb_conn_touch(ct, id, t + T + 1, EST),
+				     L4LB_CONN_FREE);
+			cr_assert_eq(l4lb_conn_count(ct, t + T, NULL), 1,
+				     "a miss changed the entry");
+			/* found at the boundary; the hit refreshes */
+			cr_assert_eq(l4lb_conn_lookup(ct, &c.key, h, t + T,
+						      L4LB_CONN_FREE, NULL),
+				     id);
+			cr_assert_eq(l4lb_conn_count(ct, t + 2 * T, NULL), 1);
+			cr_assert_eq(l4lb_conn_count(ct, t + 2 * T + 1, NULL),
+				     0);
+			cr_assert_eq(
+			    l4lb_conn_touch(ct, id, t + 2 * T, L4LB_CONN_FREE),
+			    s);
+			cr_assert_eq(l4lb_conn_count(ct, t + 3 * T, NULL), 1);
+			cr_assert_eq(l4lb_conn_count(ct, t + 3 * T + 1, NULL),
+				     0);
+			/* the key is free again once expired */
+			cr_assert_eq(l4lb_conn_insert(ct, &dup, h,
+						      t + 3 * T + 1, s) == NONE,
+				     false, "re-insert after expiry refused");
+			id2 = l4lb_conn_lookup(ct, &c.key, h, t + 3 * T + 1,
+					       L4LB_CONN_FREE, &dup);
+			cr_assert_neq(id2, NONE);
+			cr_assert_eq(dup.backend, c.backend + 1);
+			cr_assert_eq(l4lb_conn_count(ct, t + 3 * T + 1, NULL),
+				     1);
+			l4lb_conn_destroy(ct);
+		}
+}
+
+/* State moves change the timeout that applies. */
+Test(l4lb_conn, expiry_follows_state)
+{
+	const struct l4lb_conn_timeouts to = {100, 1000, 50};
+	uint64_t rs = base_seed() ^ 5;
+	uint32_t tag = 0;
+
+	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(expiry_starts); i++) {
+		struct l4lb_conn_table *ct = l4lb_conn_create(64, false, &to);
+		uint32_t t = expiry_starts[i], id, est;
+		struct l4lb_conn c;
+		uint64_t h;
+
+		conn_make(&rs, tag++, &c);
+		h = l4lb_conn_hash(&c.key);
+		id = l4lb_conn_insert(ct, &c, h, t, HO);
+		cr_assert_eq(l4lb_conn_lookup(ct, &c.key, h, t + 10, EST, NULL),
+			     id);
+		cr_assert_eq(l4lb_conn_count(ct, t + 1010, &est), 1);
+		cr_assert_eq(est, 1);
+		cr_assert_eq(l4lb_conn_count(ct, t + 1011, NULL), 0);
+		/* established -> half-open is allowed (a new SYN) */
+		cr_assert_eq(l4lb_conn_touch(ct, id, t + 20, HO), HO);
+		cr_assert_eq(l4lb_conn_count(ct, t + 120, NULL), 1);
+		cr_assert_eq(l4lb_conn_count(ct, t + 121, NULL), 0);
+		/* to closing, and never back */
+		cr_assert_eq(l4lb_conn_lookup(ct, &c.key, h, t + 30, CL, NULL),
+			     id);
+		cr_assert_eq(l4lb_conn_touch(ct, id, t + 40, HO), CL);
+		cr_assert_eq(l4lb_conn_lookup(ct, &c.key, h, t + 50, HO, NULL),
+			     id);
+		cr_assert_eq(l4lb_conn_touch(ct, id, t + 60, EST), CL);
+		cr_assert_eq(l4lb_conn_lookup(ct, &c.key, h, t + 70, EST, NULL),
+			     id);
+		cr_assert_eq(l4lb_conn_touch(ct, id, t + 80, L4LB_CONN_FREE),
+			     CL);
+		cr_assert_eq(l4lb_conn_count(ct, t + 130, &est), 1);
+		cr_assert_eq(est, 0);
+		cr_assert_eq(l4lb_conn_count(ct, t + 131, NULL), 0);
+		l4lb_conn_destroy(ct);
+	}
+}
+
+/* NULL or 0 fields: 5000 / 300000 / 10000 ms. */
+Test(l4lb_conn, expiry_default_timeouts)
+{
+	const struct l4lb_conn_timeouts zero = {0, 0, 0}, part = {7, 0, 3};
+	const struct l4lb_conn_timeouts *cfg[3] = {NULL, &zero, &part};
+	const uint32_t want[3][4] = {{0, 5000, 300000, 10000},
+				     {0, 5000, 300000, 10000},
+				     {0, 7, 300000, 3}};
+	uint64_t rs = base_seed() ^ 7;
+	uint32_t tag = 0;
+
+	for (unsigned i = 0; i < 3; i++)
+		for (uint8_t s = HO; s <= CL; s++) {
+			struct l4lb_conn_table *ct =
+			    l4lb_conn_create(0, false, cfg[i]);
+			uint32_t t = 0x3ffff000u, T = want[i][s];
+			struct l4lb_conn c;
+
+			conn_make(&rs, tag++, &c);
+			cr_assert_neq(l4lb_conn_insert(
+					  ct, &c, l4lb_conn_hash(&c.key), t, s),
+				      NONE);
+			cr_assert_eq(l4lb_conn_count(ct, t + T, NULL), 1,
+				     "cfg %u state %u", i, s);
+			cr_assert_eq(l4lb_conn_count(ct, t + T + 1, NULL), 0,
+				     "cfg %u state %u", i, s);
+			l4lb_conn_destroy(ct);
+		}
+}
+
+/*
+ * An entry stamped a little ahead of a caller's now_ms is young, not
+ * expired: with @shared, data threads read their clocks at different
+ * times (lb_fwd.c: once per burst), so one thread's now_ms trails the
+ * stamps another one writes. Fails with conn.c as it stands: the age
+ * (now - stamp) mod 2^30 is then about 2^30, over any timeout, so the
+ * lagging thread misses the flow, inserts a second entry of its key, and
+ * a half-open flow takes the way of an established one. Enable once ages
+ * "from the future" (within a skew margin of 2^30) count as 0.
+ */
+Test(l4lb_conn, stamp_ahead_of_now_is_young)
+{
+	struct l4lb_conn_table *ct = l4lb_conn_create(64, true, NULL);
+	uint64_t rs = base_seed() ^ 11;
+	struct l4lb_conn c, est[WAYS];
+	uint32_t id, tag = 2, bk;
+	uint64_t h;
+
+	conn_make(&rs, 1, &c);
+	h = l4lb_conn_hash(&c.key);
+	id = l4lb_conn_insert(ct, &c, h, 1001, EST);
+	cr_assert_neq(id, NONE);
+	cr_assert_eq(
+	    l4lb_conn_lookup(ct, &c.key, h, 1000, L4LB_CONN_FREE, NULL), id,
+	    "entry stamped 1 ms ahead not found");
+	cr_assert_eq(l4lb_conn_insert(ct, &c, h, 1000, EST), NONE,
+		     "a second entry of one key");
+	/* a bucket of 8 established flows stamped at 1001 refuses a
+	 * half-open one at 1000 */
+	bk = bucket_of(ct, h) ^ 1;
+	for (unsigned i = 0; i < WAYS; i++)
+		cr_assert_neq(
+		    l4lb_conn_insert(ct, &est[i],
+				     conn_in_bucket(ct, &rs, &tag, bk, &est[i]),
+				     1001, EST),
+		    NONE);
+	h = conn_in_bucket(ct, &rs, &tag, bk, &c);
+	cr_assert_eq(l4lb_conn_insert(ct, &c, h, 1000, HO), NONE,
+		     "half-open flow replaced an established one");
+	cr_assert_eq(l4lb_conn_count(ct, 1001, NULL), 1 + WAYS);
+	l4lb_conn_destroy(ct);
+}
+
+/* ----------------------------------------------------------- 4. twins */
+
+struct twins {
+	struct l4lb_conn_table *ct;
+	uint64_t rs;
+	uint32_t tag, now;
+};
+
+/* Insert a new flow in bucket @b; the clock moves 1 ms per insert. */
+static uint32_t tw_add(struct twins *tw, uint32_t b, uint8_t state,
+		       struct l4lb_conn *c, uint64_t *h)
+{
+	uint64_t hh = conn_in_bucket(tw->ct, &tw->rs, &tw->tag, b, c);
+	uint32_t id = l4lb_conn_insert(tw->ct, c, hh, ++tw->now, state);
+
+	if (h)
+		*h = hh;
+	return id;
+}
+
+static bool tw_found(struct twins *tw, const struct l4lb_conn *c, uint32_t id)
+{
+	return l4lb_conn_lookup(tw->ct, &c->key, l4lb_conn_hash(&c->key),
+				tw->now, L4LB_CONN_FREE, NULL) == id &&
+	       id != NONE;
+}
+
+static void tw_init(struct twins *tw, uint64_t seed)
+{
+	tw->ct = l4lb_conn_create(64, false, NULL);
+	cr_assert_not_null(tw->ct);
+	tw->rs = seed;
+	tw->tag = 0;
+	tw->now = 5000;
+}
+
+/* Eviction of A (LRU) frees its twin B, for an established and for a
+ * half-open newcomer, twin in another bucket or in the same one. */
+Test(l4lb_conn, twin_freed_on_eviction)
+{
+	for (unsigned v = 0; v < 4; v++) {
+		struct twins tw;
+		struct l4lb_conn ca, cb, cx, fill[WAYS];
+		uint32_t a, b, x, fid[WAYS], bb = v & 2 ? 1 : 2, n;
+		uint8_t sa = v & 1 ? HO : EST, sx = v & 1 ? HO : EST;
+		struct l4lb_conn_stats st;
+
+		tw_init(&tw, base_seed() ^ (0x100 + v));
+		a = tw_add(&tw, 1, sa, &ca, NULL);
+		b = tw_add(&tw, bb, EST, &cb, NULL);
+		cr_assert(a != NONE && b != NONE);
+		l4lb_conn_link(tw.ct, a, b);
+		cr_assert_eq(l4lb_conn_entry(tw.ct, a)->peer, b);
+		cr_assert_eq(l4lb_conn_entry(tw.ct, b)->peer, a);
+		n = bb == 1 ? WAYS - 2 : WAYS - 1; /* fill bucket 1 */
+		for (uint32_t i = 0; i < n; i++) {
+			fid[i] = tw_add(&tw, 1, EST, &fill[i], NULL);
+			cr_assert_neq(fid[i], NONE);
+		}
+		x = tw_add(&tw, 1, sx, &cx, NULL);
+		cr_assert_eq(x, a, "variant %u: the LRU entry not replaced", v);
+		cr_assert(tw_found(&tw, &cx, x));
+		cr_assert_not(tw_found(&tw, &ca, a));
+		cr_assert_eq(l4lb_conn_lookup(tw.ct, &cb.key,
+					      l4lb_conn_hash(&cb.key), tw.now,
+					      L4LB_CONN_FREE, NULL),
+			     NONE, "variant %u: twin survived", v);
+		cr_assert_eq(l4lb_conn_touch(tw.ct, b, tw.now, EST),
+			     L4LB_CONN_FREE);
+		cr_assert_eq(l4lb_conn_entry(tw.ct, x)->peer, NONE);
+		for (uint32_t i = 0; i < n; i++)
+			cr_assert(tw_found(&tw, &fill[i], fid[i]));
+		cr_assert_eq(l4lb_conn_count(tw.ct, tw.now, NULL), n + 1);
+		l4lb_conn_stats_get(tw.ct, &st);
+		cr_assert_eq(st.replaced, 1);
+		if (bb == 1) { /* B's way is free now: no replacement */
+			struct l4lb_conn cy;
+			uint32_t y = tw_add(&tw, 1, EST, &cy, NULL);
+
+			cr_assert_eq(y, b);
+			l4lb_conn_stats_get(tw.ct, &st);
+			cr_assert_eq(st.replaced, 1);
+		}
+		l4lb_conn_destroy(tw.ct);
+	}
+}
+
+Test(l4lb_conn, twin_freed_with_entry)
+{
+	for (unsigned v = 0; v < 2; v++) {
+		struct twins tw;
+		struct l4lb_conn ca, cb, cc;
+		uint32_t a, b, c;
+
+		tw_init(&tw, base_seed() ^ (0x200 + v));
+		a = tw_add(&tw, 3, EST, &ca, NULL);
+		b = tw_add(&tw, 4, HO, &cb, NULL);
+		c = tw_add(&tw, 4, EST, &cc, NULL);
+		l4lb_conn_link(tw.ct, a, b);
+		l4lb_conn_free(tw.ct, v ? b : a);
+		cr_assert_not(tw_found(&tw, &ca, a));
+		cr_assert_not(tw_found(&tw, &cb, b));
+		cr_assert(tw_found(&tw, &cc, c));
+		cr_assert_eq(l4lb_conn_count(tw.ct, tw.now, NULL), 1);
+		l4lb_conn_destroy(tw.ct);
+	}
+}
+
+/* A's twin B is freed through a relink and its way reused by D: freeing
+ * or evicting A must leave D alone. */
+Test(l4lb_conn, stale_twin_does_not_free_reused_way)
+{
+	for (unsigned v = 0; v < 2; v++) {
+		struct twins tw;
+		struct l4lb_conn ca, cb, cc, cd, cx, fill[WAYS];
+		uint32_t a, b, c, d, x, fid[WAYS];
+
+		tw_init(&tw, base_seed() ^ (0x300 + v));
+		a = tw_add(&tw, 5, EST, &ca, NULL);
+		b = tw_add(&tw, 6, EST, &cb, NULL);
+		for (uint32_t i = 0; i < WAYS - 1; i++) /* bucket 6 full */
+			fid[i] = tw_add(&tw, 6, EST, &fill[i], NULL);
+		c = tw_add(&tw, 7, EST, &cc, NULL);
+		l4lb_conn_link(tw.ct, a, b);
+		l4lb_conn_link(tw.ct, b, c); /* B's twin is C now */
+		l4lb_conn_free(tw.ct, c);    /* frees B, not A */
+		cr_assert_not(tw_found(&tw, &cb, b));
+		cr_assert_not(tw_found(&tw, &cc, c));
+		cr_assert(tw_found(&tw, &ca, a));
+		cr_assert_eq(l4lb_conn_entry(tw.ct, a)->peer, b);
+		d = tw_add(&tw, 6, HO, &cd, NULL);
+		cr_assert_eq(d, b, "D did not take B's way");
+		cr_assert_eq(l4lb_conn_entry(tw.ct, d)->peer, NONE);
+		if (v == 0) {
+			l4lb_conn_free(tw.ct, a);
+			cr_assert_not(tw_found(&tw, &ca, a));
+		} else { /* evict A: bucket 5 full, A the LRU */
+			for (uint32_t i = 0; i < WAYS - 1; i++)
+				cr_assert_neq(tw_add(&tw, 5, EST, &cx, NULL),
+					      NONE);
+			x = tw_add(&tw, 5, EST, &cx, NULL);
+			cr_assert_eq(x, a);
+		}
+		cr_assert(tw_found(&tw, &cd, d), "variant %u: D freed", v);
+		for (uint32_t i = 0; i < WAYS - 1; i++)
+			cr_assert(tw_found(&tw, &fill[i], fid[i]));
+		l4lb_conn_destroy(tw.ct);
+	}
+}
+
+/* ---------------------------------------------------- 5. shared mode */
+
+#define SH_THREADS 4
+#define SH_ENTRIES 1024u
+#define SH_KEYS	   4096u
+#define SH_ROUND   256u
+
+struct sh_key {
+	struct l4lb_conn c;
+	uint64_t h;
+};
+
+static struct {
+	struct l4lb_conn_table *ct;
+	struct sh_key keys[SH_KEYS];
+	uint32_t own[SH_THREADS][SH_KEYS]; /* key indexes by owner */
+	uint32_t nown[SH_THREADS];
+	pthread_barrier_t bar;
+	uint32_t now; /* atomic */
+	int done;     /* atomic */
+	bool chaos;
+	struct timespec t0;
+	double budget_s;
+	uint64_t seed;
+	uint64_t ops[SH_THREADS];
+	uint32_t bad_copies; /* atomic: lookups that copied another key */
+} sh;
+
+static double sh_elapsed(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - sh.t0.tv_sec) +
+	       (double)(t.tv_nsec - sh.t0.tv_nsec) * 1e-9;
+}
+
+/*
+ * Strict mode: thread t inserts and frees only keys of the buckets it
+ * owns (b % 4 == t), pairs of them linked at once as the balancer does;
+ * it looks up and touches anyone's. All threads use one now_ms per
+ * round (rounds end at a barrier). Chaos mode: any thread does anything
+ * to any key or id, with now_ms skewed by up to 2 ms.
+ */
+static void *sh_worker(void *arg)
+{
+	uint32_t t = (uint32_t)(uintptr_t)arg;
+	uint64_t rs = sh.seed + t * 0x9e3779b9u;
+	struct l4lb_conn_table *ct = sh.ct;
+	uint32_t cap = l4lb_conn_capacity(ct);
+	const uint32_t *own = sh.own[t];
+	uint32_t nown = sh.nown[t] & ~1u;
+	uint64_t n = 0;
+
+	for (;;) {
+		uint32_t now = __atomic_load_n(&sh.now, __ATOMIC_ACQUIRE);
+
+		for (uint32_t i = 0; i < SH_ROUND; i++, n++) {
+			uint32_t op = rng_below(&rs, 100);
+			uint32_t p = rng_below(&rs, nown / 2) * 2;
+			const struct sh_key *f = &sh.keys[own[p]];
+			const struct sh_key *r = &sh.keys[own[p + 1]];
+			const struct sh_key *any =
+			    &sh.keys[rng_below(&rs, SH_KEYS)];
+			struct l4lb_conn out;
+			uint32_t id, id2;
+
+			if (sh.chaos) {
+				now =
+				    __atomic_load_n(&sh.now, __ATOMIC_RELAXED) +
+				    rng_below(&rs, 3);
+				f = any;
+				r = &sh.keys[rng_below(&rs, SH_KEYS)];
+			}
+			if (op < 30) {
+				id = l4lb_conn_insert(ct, &f->c, f->h, now,
+						      random_state(&rs));
+				if (id == NONE || op < 10)
+					continue;
+				id2 = l4lb_conn_insert(ct, &r->c, r->h, now,
+						       random_state(&rs));
+				if (id2 != NONE && id2 != id)
+					l4lb_conn_link(ct, id, id2);
+			} else if (op < 60) {
+				l4lb_conn_prefetch(ct, any->h);
+				l4lb_conn_prefetch_entry(ct, any->h);
+				id = l4lb_conn_lookup(ct, &any->c.key, any->h,
+						      now, random_req(&rs),
+						      op & 1 ? &out : NULL);
+				if (id != NONE && (op & 1) &&
+				    memcmp(&out.key, &any->c.key,
+					   sizeof(out.key)))
+					__atomic_fetch_add(&sh.bad_copies, 1,
+							   __ATOMIC_RELAXED);
+			} else if (op < 70) {
+				(void)l4lb_conn_touch(ct, rng_below(&rs, cap),
+						      now, random_req(&rs));
+			} else if (op < 85) {
+				id = l4lb_conn_lookup(ct, &f->c.key, f->h, now,
+						      L4LB_CONN_FREE, NULL);
+				if (sh.chaos && op < 75)
+					id = rng_below(&rs, cap);
+				if (id != NONE)
+					l4lb_conn_free(ct, id);
+			} else if (op < 95) {
+				id = l4lb_conn_lookup(ct, &f->c.key, f->h, now,
+						      EST, NULL);
+				if (id != NONE)
+					l4lb_conn_set_backend(ct, id, t, 99);
+			} else if (sh.chaos) {
+				l4lb_conn_link(ct, rng_below(&rs, cap),
+					       rng_below(&rs, cap));
+			}
+		}
+		if (sh.chaos) {
+			if (sh_elapsed() > sh.budget_s)
+				break;
+			if (t == 0)
+				__atomic_fetch_add(&sh.now,
+						   1 + rng_below(&rs, 4),
+						   __ATOMIC_RELEASE);
+			continue;
+		}
+		if (pthread_barrier_wait(&sh.bar) ==
+		    PTHREAD_BARRIER_SERIAL_THREAD) {
+			uint32_t adv =
+			    rng_below(&rs, 16) ? 1 : rng_below(&rs, 60);
+
+			__atomic_store_n(&sh.now, now + adv, __ATOMIC_RELEASE);
+			if (sh_elapsed() > sh.budget_s)
+				__atomic_store_n(&sh.done, 1, __ATOMIC_RELEASE);
+		}
+		pthread_barrier_wait(&sh.bar);
+		if (__atomic_load_n(&sh.done, __ATOMIC_ACQUIRE))
+			break;
+	}
+	sh.ops[t] = n;
+	return NULL;
+}
+
+static void sh_run(bool chaos, double budget_s)
+{
+	pthread_t th[SH_THREADS];
+	uint32_t cap = l4lb_conn_capacity(sh.ct);
+
+	sh.chaos = chaos;
+	sh.done = 0;
+	sh.budget_s = budget_s;
+	clock_gettime(CLOCK_MONOTONIC, &sh.t0);
+	cr_assert_eq(pthread_barrier_init(&sh.bar, NULL, SH_THREADS), 0);
+	for (uintptr_t t = 0; t < SH_THREADS; t++)
+		cr_assert_eq(pthread_create(&th[t], NULL, sh_worker, (void *)t),
+			     0);
+	/* the control thread reads counters meanwhile */
+	while (!__atomic_load_n(&sh.done, __ATOMIC_ACQUIRE) &&
+	       sh_elapsed() < budget_s) {
+		uint32_t est, live;
+		struct l4lb_conn_stats s;
+
+		live = l4lb_conn_count(
+		    sh.ct, __atomic_load_n(&sh.now, __ATOMIC_ACQUIRE), &est);
+		l4lb_conn_stats_get(sh.ct, &s);
+		cr_assert_leq(live, cap);
+		cr_assert_leq(est, live);
+		cr_assert_leq(s.replaced + s.expired, s.created);
+	}
+	for (unsigned t = 0; t < SH_THREADS; t++)
+		pthread_join(th[t], NULL);
+	pthread_barrier_destroy(&sh.bar);
+}
+
+/*
+ * After the threads: the count agrees with the entries touch finds live,
+ * every peer is an id or NONE, and (@strict) every live entry is found by
+ * its own key (so no key has two live entries) and every link of a live
+ * entry is symmetric or points at a free or expired way. (Chaos links
+ * random ids, and its skewed clocks meet the stamp-ahead problem, so the
+ * strict checks do not apply to it.)
+ */
+static void sh_check(bool strict)
+{
+	struct l4lb_conn_table *ct = sh.ct;
+	uint32_t cap = l4lb_conn_capacity(ct), now = sh.now, live = 0;
+	uint32_t est = 0, t_est, asym = 0;
+	uint8_t *st = calloc(cap, 1);
+
+	cr_assert_not_null(st);
+	for (uint32_t id = 0; id < cap; id++)
+		st[id] = l4lb_conn_touch(ct, id, now, L4LB_CONN_FREE);
+	for (uint32_t id = 0; id < cap; id++) {
+		const struct l4lb_conn *e = l4lb_conn_entry(ct, id);
+		uint32_t got;
+
+		if (st[id] == L4LB_CONN_FREE)
+			continue;
+		live++;
+		est += st[id] == EST;
+		if (strict) {
+			got = l4lb_conn_lookup(ct, &e->key,
+					       l4lb_conn_hash(&e->key), now,
+					       L4LB_CONN_FREE, NULL);
+			cr_assert_eq(got, id,
+				     "live entry %u not found by its key (got "
+				     "%u)",
+				     id, got);
+		}
+		if (e->peer == NONE)
+			continue;
+		cr_assert_lt(e->peer, cap, "entry %u: peer %u", id, e->peer);
+		if (st[e->peer] != L4LB_CONN_FREE &&
+		    l4lb_conn_entry(ct, e->peer)->peer != id)
+			asym++;
+		if (strict)
+			cr_assert_eq(asym, 0,
+				     "entry %u -> %u, but %u -> %u (live)", id,
+				     e->peer, e->peer,
+				     l4lb_conn_entry(ct, e->peer)->peer);
+	}
+	cr_assert_eq(l4lb_conn_count(ct, now, &t_est), live);
+	cr_assert_eq(t_est, est);
+	free(st);
+}
+
+Test(l4lb_conn, shared_threads)
+{
+	uint64_t rs = base_seed() ^ 0x5a5a;
+	const struct l4lb_conn_timeouts to = {30, 300, 10};
+	uint64_t total = 0;
+
+	g_seed = rs;
+	sh.seed = rs;
+	sh.ct = l4lb_conn_create(SH_ENTRIES, true, &to);
+	cr_assert_not_null(sh.ct);
+	memset(sh.nown, 0, sizeof(sh.nown));
+	for (uint32_t i = 0; i < SH_KEYS; i++) {
+		uint32_t t;
+
+		conn_make(&rs, i, &sh.keys[i].c);
+		sh.keys[i].h = l4lb_conn_hash(&sh.keys[i].c.key);
+		t = bucket_of(sh.ct, sh.keys[i].h) % SH_THREADS;
+		sh.own[t][sh.nown[t]++] = i;
+	}
+	for (unsigned t = 0; t < SH_THREADS; t++)
+		cr_assert_geq(sh.nown[t], 64);
+	sh.now = 0x3fffff00u; /* the 2^30 stamp wrap comes during the run */
+	sh.bad_copies = 0;
+	sh_run(false, 0.7);
+	for (unsigned t = 0; t < SH_THREADS; t++)
+		total += sh.ops[t];
+	cr_log_info("shared strict: %llu ops, now %#x",
+		    (unsigned long long)total, sh.now);
+	sh_check(true);
+	sh_run(true, 0.3);
+	sh_check(false);
+	cr_assert_eq(sh.bad_copies, 0, "lookups copied another key's entry");
+	l4lb_conn_destroy(sh.ct);
+}
+
+/* ------------------------------------------------ 6. argument checks */
+
+Test(l4lb_conn, create_sizes)
+{
+	static const uint32_t req[] = {0,    1,	   63,	 64,   65,
+				       100,  127,  128,	 129,  1000,
+				       1024, 1025, 4095, 4096, 65537};
+	struct l4lb_conn_table *ct;
+
+	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(req); i++) {
+		uint32_t cap;
+
+		ct = l4lb_conn_create(req[i], i & 1, NULL);
+		cr_assert_not_null(ct, "create(%u)", req[i]);
+		cap = l4lb_conn_capacity(ct);
+		cr_assert_eq(cap & (cap - 1), 0, "create(%u): %u", req[i], cap);
+		cr_assert_geq(cap, L4LB_CONN_MIN);
+		cr_assert_geq(cap, req[i]);
+		cr_assert(cap == L4LB_CONN_MIN || cap / 2 < req[i],
+			  "create(%u): %u, not the least", req[i], cap);
+		cr_assert_eq(l4lb_conn_count(ct, 0, NULL), 0);
+		l4lb_conn_destroy(ct);
+	}
+	cr_assert_eq(l4lb_conn_capacity(ct = l4lb_conn_create(0, false, NULL)),
+		     L4LB_CONN_MIN);
+	l4lb_conn_destroy(ct);
+	cr_assert_null(l4lb_conn_create(L4LB_CONN_MAX + 1, false, NULL));
+	cr_assert_null(l4lb_conn_create(L4LB_CONN_MAX * 2, true, NULL));
+	cr_assert_null(l4lb_conn_create(UINT32_MAX, false, NULL));
+	l4lb_conn_destroy(NULL);
+}
