@@ -248,10 +248,12 @@ uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
 		if (state != L4LB_CONN_FREE &&
 		    !(st == L4LB_CONN_CLOSING && state != L4LB_CONN_CLOSING))
 			st = state;
-		bk->stamp[w] = STAMP(now_ms, st);
 		id = b * L4LB_CONN_WAYS + (uint32_t)w;
-		if (out)
+		if (out) {
 			*out = ct->entries[id];
+			out->state = (uint8_t)STATE_OF(bk->stamp[w]);
+		}
+		bk->stamp[w] = STAMP(now_ms, st);
 	}
 	lock_give(ct, lock_of(b));
 	return id;

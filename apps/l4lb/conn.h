@@ -130,12 +130,15 @@ static inline uint64_t l4lb_conn_hash(const struct l4lb_conn_key *k)
 /* One tracked direction. */
 struct l4lb_conn {
 	struct l4lb_conn_key key;
-	uint32_t backend;   /* forward entry: backend id */
-	uint32_t peer;	    /* the twin entry (NAT), or L4LB_CONN_NONE */
-	uint16_t service;   /* service id */
-	uint16_t snat_port; /* forward entry, NAT: the SNAT port */
-	uint8_t reverse;    /* 1: a reply key (backend -> SNAT address) */
-	uint8_t pad[11];
+	uint32_t backend;     /* forward entry: backend id */
+	uint32_t peer;	      /* the twin entry (NAT), or L4LB_CONN_NONE */
+	uint16_t service;     /* service id */
+	uint16_t snat_port;   /* forward entry, NAT: the SNAT port */
+	uint8_t reverse;      /* 1: a reply key (backend -> SNAT address) */
+	uint8_t state;	      /* in a copy made by l4lb_conn_lookup(): the
+				 entry's state before the lookup moved it */
+	uint16_t backend_gen; /* forward entry: the backend's generation */
+	uint8_t pad[8];
 };
 DPFLOW_STATIC_ASSERT(sizeof(struct l4lb_conn) == 64, "an entry is a line");
 

@@ -231,6 +231,11 @@ int l4lb_service_add(struct l4lb *lb, const struct l4lb_service_cfg *s,
 						"service %s has the same VIP, "
 						"proto and port",
 						o->name);
+		if (o->mode == L4LB_MODE_NAT && addr_eq(&o->snat, &s->vip))
+			return dpflow_error_set(err, EINVAL, "vip",
+						"the VIP is the SNAT address "
+						"of %s",
+						o->name);
 		if (s->mode == L4LB_MODE_NAT && addr_eq(&o->vip, &s->snat))
 			return dpflow_error_set(err, EINVAL, "snat",
 						"the SNAT address is the VIP "
@@ -324,6 +329,8 @@ int l4lb_backend_add(struct l4lb *lb, int svc, const struct l4lb_backend_cfg *b,
 	memset(&v->be[id], 0, sizeof(v->be[id]));
 	v->be[id].used = true;
 	v->be[id].up = true;
+	v->be[id].gen = ++lb->backend_gen;
+	lb_health_reset(lb, id);
 	v->be[id].service = (uint16_t)svc;
 	v->be[id].cfg = *b;
 	memcpy(v->be[id].dst_mac,

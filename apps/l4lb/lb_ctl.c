@@ -53,10 +53,11 @@ static json_t *services_json(const struct l4lb *lb)
 	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++) {
 		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, s);
 		struct l4lb_service_stats st;
-		json_t *bl = json_array();
+		json_t *bl;
 
 		if (!c)
 			continue;
+		bl = json_array();
 		l4lb_service_stats(lb, s, &st);
 		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
 			struct l4lb_backend_info bi;

@@ -24,7 +24,8 @@
 #define IPPROTO_ICMP_	1
 #define IPPROTO_ICMPV6_ 58
 
-#define FWD_BURST_MAX 256
+#define FWD_BURST_MAX	256
+#define FWD_ENTRY_AHEAD 8
 
 enum pkt_kind {
 	K_DROP = 0,
@@ -392,10 +393,13 @@ static bool encap(const struct lb_service *s, const struct lb_backend *b,
 /* ---- flows ----------------------------------------------------------------
  */
 
-static bool backend_ok(const struct lb_view *v, uint32_t id, uint16_t svc)
+static bool backend_ok(const struct lb_view *v, const struct l4lb_conn *c,
+		       uint16_t svc)
 {
+	uint32_t id = c->backend;
+
 	return id < L4LB_BACKENDS_MAX && v->be[id].used && v->be[id].up &&
-	       v->be[id].service == svc;
+	       v->be[id].service == svc && v->be[id].gen == c->backend_gen;
 }
 
 static uint32_t maglev_pick(const struct lb_service *s, uint64_t h)
@@ -486,13 +490,22 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 
 	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms,
 			      fwd_state(w->key.proto, flags, false), &c);
-	if (id != L4LB_CONN_NONE && !backend_ok(v, c.backend, w->svc)) {
+	if (id != L4LB_CONN_NONE && !backend_ok(v, &c, w->svc)) {
 		l4lb_conn_free(lb->conns, id); /* rescheduled */
 		id = L4LB_CONN_NONE;
 	}
 	if (id != L4LB_CONN_NONE) {
 		be = c.backend;
 		snat_port = c.snat_port;
+		/* the flow is now established: its reply key too, so that
+		 * half-open flows (a SYN flood) cannot replace it, and with
+		 * it the flow (twins are freed together) */
+		if (nat && c.peer != L4LB_CONN_NONE &&
+		    c.state != L4LB_CONN_ESTABLISHED &&
+		    fwd_state(w->key.proto, flags, false) ==
+			L4LB_CONN_ESTABLISHED)
+			l4lb_conn_touch(lb->conns, c.peer, now_ms,
+					L4LB_CONN_ESTABLISHED);
 	} else {
 		uint8_t st = fwd_state(w->key.proto, flags, true);
 
@@ -504,6 +517,7 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 		memset(&c, 0, sizeof(c));
 		c.key = w->key;
 		c.backend = be;
+		c.backend_gen = v->be[be].gen;
 		c.service = w->svc;
 		id = l4lb_conn_insert(lb->conns, &c, w->h, now_ms, st);
 		inc(&sh->svc[w->svc].new_flows, at);
@@ -608,7 +622,7 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 
 	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms, L4LB_CONN_FREE,
 			      &c);
-	if (id == L4LB_CONN_NONE || !backend_ok(v, c.backend, w->svc)) {
+	if (id == L4LB_CONN_NONE || !backend_ok(v, &c, w->svc)) {
 		w->drop = L4LB_DROP_ICMP_NO_CONN;
 		return;
 	}
@@ -666,12 +680,16 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 		w[i].drop = 0;
 		classify(lb, v, pool, &w[i]);
 	}
+	/* entry lines FWD_ENTRY_AHEAD packets ahead of their use: the
+	 * bucket lines requested by classify() have arrived by then */
+	for (unsigned i = 0; i < n && i < FWD_ENTRY_AHEAD; i++)
+		if (w[i].kind != K_DROP)
+			l4lb_conn_prefetch_entry(lb->conns, w[i].h);
 	for (unsigned i = 0; i < n; i++) {
-		if (w[i].kind == K_DROP)
-			continue;
-		l4lb_conn_prefetch_entry(lb->conns, w[i].h);
-	}
-	for (unsigned i = 0; i < n; i++) {
+		if (i + FWD_ENTRY_AHEAD < n &&
+		    w[i + FWD_ENTRY_AHEAD].kind != K_DROP)
+			l4lb_conn_prefetch_entry(lb->conns,
+						 w[i + FWD_ENTRY_AHEAD].h);
 		switch (w[i].kind) {
 		case K_FWD:
 			do_fwd(lb, v, pool, &w[i], sh, at, now_ms);

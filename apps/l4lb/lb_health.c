@@ -55,6 +55,19 @@ void lb_health_free(struct l4lb *lb)
 	lb->health = NULL;
 }
 
+void lb_health_reset(struct l4lb *lb, uint32_t id)
+{
+	struct lb_health *h;
+
+	if (!lb->health || id >= L4LB_BACKENDS_MAX)
+		return;
+	h = &lb->health[id];
+	if (h->fd >= 0)
+		close(h->fd);
+	memset(h, 0, sizeof(*h));
+	h->fd = -1;
+}
+
 static void check_start(const struct lb_service *s, const struct lb_backend *b,
 			struct lb_health *h, uint64_t now)
 {

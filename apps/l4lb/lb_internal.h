@@ -25,6 +25,8 @@ struct lb_backend {
 	bool used;
 	bool up;
 	uint16_t service;
+	uint16_t gen; /* changes whenever the id is given to a new backend:
+			 flows tracked to the old one are rescheduled */
 	struct l4lb_backend_cfg cfg;
 	uint8_t dst_mac[6]; /* cfg.mac or the backend gateway MAC */
 	/* DSR services: the outer headers (Ethernet, IP, UDP for GUE) with
@@ -64,12 +66,15 @@ struct l4lb {
 	struct dpflow_pipe *root[2][2];
 	struct dpflow_queue *q;
 	struct lb_health *health; /* per backend id, lb_health.c */
+	uint16_t backend_gen;	  /* the last generation given */
 	struct dpflow_entry *vip_entry[2][2][4 * L4LB_SERVICES_MAX];
 };
 
 struct lb_health;
 /* Close the health checks in flight and free their state. */
 void lb_health_free(struct l4lb *lb);
+/* Forget backend id @id's health history (the id has a new backend). */
+void lb_health_reset(struct l4lb *lb, uint32_t id);
 
 /* Build backend @b's encapsulation template for service @s. */
 void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,

@@ -438,11 +438,18 @@ static void differential(uint32_t entries, bool shared, uint64_t seed,
 			if (exp != NONE) {
 				struct mrec *r = &m.r[exp];
 
-				r->state = m_move(r->state, req);
-				r->last_ms = now;
-				if (want)
+				/* the copy carries the state before */
+				if (want) {
+					CHECK(out.state == r->state,
+					      "lookup copy of entry %u: state "
+					      "%u, model %u",
+					      exp, out.state, r->state);
+					out.state = r->c.state;
 					m_check_entry(&m, exp, &out,
 						      "lookup copy");
+				}
+				r->state = m_move(r->state, req);
+				r->last_ms = now;
 			}
 		} else if (op < 74) { /* touch, a live id or any */
 			uint8_t req = random_req(&rs), got, exp;

@@ -6,8 +6,10 @@ usage: live_l4lb.py DPFLOW DPFLOWCTL
 Namespaces made here (named from the pid): cli (the client, 10.89.N.2 on
 c0), lb (dpflow, with AF_PACKET ports on c1 toward the client and s1
 toward the backends), sw (a bridge br0 joining s0 and p1..p3) and b1, b2,
-b3 (the backends, 10.88.N.K on e0, each running python3's http.server on
-port 8080 that serves a file `who` holding its name). The service `web`
+b3 (the backends, 10.88.N.K on e0, each running python3's http.server,
+HTTP/1.1 with keep-alive, on port 8080 that serves a file `who` holding
+its name). The balancer's connection table is small (conn_table 4096,
+NAT takes two entries a flow) for the whole test. The service `web`
 (VIP 10.89.N.10, TCP port 80, weights 1, 1, 2, HTTP health checks of
 /who every 200 ms) DNATs to the backends and SNATs to 10.88.N.100; the
 replies are translated back. Neither the VIP nor the SNAT address belongs
@@ -25,19 +27,33 @@ lb's kernel, which does not forward, ignores them; its own addresses
   detection comes within 3 s, and from it on every request succeeds and
   none goes to b2; b2's server restarted, requests reach b2 again within
   3 s;
+- SYN flood: 8 persistent (keep-alive) connections from cli to the VIP
+  are opened and used once each; then 60000 TCP SYNs to VIP:80 from
+  random sources of the client's /24 (random source ports), raw frames
+  on c0, as fast as Python sends them (at most 10 s): far more half-open
+  flows than the table holds (dpflow counts at least 8 x conn_table new
+  flows, 16 times what the table holds). Every 2000 SYNs, and after the
+  flood, one request on each persistent connection: all answer 200 from
+  the backend that answered first, on the same local port (no
+  reconnection). The table was full (`dpflowctl l4lb services --json`:
+  entries replaced or refused during the flood) and its capacity did not
+  change; dpflow's VmRSS grew less than 16 MB; after the flood 50 new
+  connections all answer 200;
 - on SIGTERM dpflow exits 0 within 5 s, and its exit report adds up: the
-  backends' new flows sum to the service's and to the connections made,
-  the backends' forwarded packets to the service's, replies were sent,
-  every backend is up again.
+  backends' new flows sum to the service's and to the connections made
+  (the flood's new flows, as dpflowctl counted them, included), the
+  backends' forwarded packets to the service's, replies were sent, every
+  backend is up again.
 
 Bounded: every wait has a timeout, the client loops are bounded by count
-and time, dpflow runs with --duration 120 as a backstop; the namespaces,
+and time, dpflow runs with --duration 180 as a backstop; the namespaces,
 processes and files are removed at the end, whatever happens. Without
 root or namespaces the test reports itself skipped. Only addresses inside
 the namespaces are used.
 """
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -60,6 +76,15 @@ WEIGHTS = [1, 1, 2]
 REQUESTS = 2000
 FAILOVER_MAX = 8000  # requests of the failover run, at most
 PORT_BASE = 20000  # the client's local ports: 20000-29999
+CONN_TABLE = 4096  # the balancer's connection table (entries)
+KEEP = 8  # persistent connections through the SYN flood
+KEEP_BASE = 30000  # their local ports
+FLOOD = 60000  # SYNs of the flood, at most
+FLOOD_SECS = 10.0  # the flood's duration, at most
+FLOOD_EVERY = 2000  # SYNs between rounds of requests on the persistent ones
+FRESH = 50  # new connections after the flood
+FRESH_BASE = 30100  # their local ports
+RSS_GROWTH_MAX = 16 << 20  # bytes
 PY = "/usr/bin/python3"
 
 results = []
@@ -118,6 +143,9 @@ def setup():
     # lb's kernel does not forward: frames to the VIP and the SNAT address,
     # not its own, are dropped there (dpflow's ports see them all the same)
     sh("sysctl", "-qw", "net.ipv4.ip_forward=0", ns=NS_LB)
+    # nor does cli's: the flood's SYN-ACKs, to addresses not its own, end
+    # there
+    sh("sysctl", "-qw", "net.ipv4.ip_forward=0", ns=NS_CLI)
     sh("ip", "-n", NS_CLI, "addr", "add", IP_CLI + "/24", "dev", "c0")
     sh("ip", "-n", NS_LB, "addr", "add", IP_LB_C + "/24", "dev", "c1")
     sh("ip", "-n", NS_LB, "addr", "add", IP_LB_B + "/24", "dev", "s1")
@@ -159,7 +187,7 @@ apps:
     client_mac: '%(c1)s'
     backend_mac: '%(s1)s'
     client_gateway_mac: '%(c0)s'
-    conn_table: 65536
+    conn_table: %(conn_table)d
     services:
       - name: web
         vip: %(vip)s
@@ -206,10 +234,27 @@ for i in range(count):
 """
 
 
+# A backend: python3's http.server (threads, as `python3 -m http.server`)
+# speaking HTTP/1.1, so that a client's connection stays open between
+# requests (HTTP/1.0 requests, the health checks', are still closed).
+# Written out rather than `-m http.server --protocol HTTP/1.1`, which
+# Python before 3.11 lacks. Serves directory DIR on ADDR:8080.
+BACKEND = r"""
+import functools, http.server, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(
+    (sys.argv[1], 8080), functools.partial(H, directory=sys.argv[2])
+).serve_forever()
+"""
+
+
 def start_backend(k, tmp):
     return subprocess.Popen(
-        ["ip", "netns", "exec", NS_B[k], PY, "-m", "http.server", "8080",
-         "--bind", IP_B[k], "--directory", os.path.join(tmp, "b%d" % (k + 1))],
+        ["ip", "netns", "exec", NS_B[k], PY, "-c", BACKEND, IP_B[k],
+         os.path.join(tmp, "b%d" % (k + 1))],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -359,6 +404,253 @@ def failover(sock, tmp, procs, use_ctl):
                 t_restart=t_restart, t_back=t_back, t_up=t_up)
 
 
+# The SYN flood, run in cli. Opens K persistent connections to the VIP
+# (local ports KBASE, KBASE + 1, ...) and makes a request on each; prints
+# {"kind": "open", "recs": [...]} and waits for a line on stdin. Then
+# sends COUNT TCP SYN frames (at most SECS seconds) to VIP:80 on c0 from
+# random sources NET.11-254, random ports, and between them, every EVERY
+# SYNs and 0.5 s after the last, a round: one request on each persistent
+# connection; prints {"kind": "flood", ...} and waits for a line again;
+# then a last round, {"kind": "end", ...}, and closes. A request's record:
+# [status or -1, body or error, local port or null, seconds]. A failed
+# connection is not reopened (http.client would, silently: auto_open is
+# off); rounds stop at the DEADLINE (seconds from the start).
+FLOOD_SCRIPT = r"""
+import errno, http.client, json, random, socket, struct, sys, time
+(vip, net, smac, dmac, count, secs, every, k, kbase,
+ deadline) = sys.argv[1:]
+count, secs, every, k, kbase = int(count), float(secs), int(every), \
+    int(k), int(kbase)
+deadline = time.monotonic() + float(deadline)
+
+def out(**kw):
+    print(json.dumps(kw), flush=True)
+
+def get(c):
+    t0 = time.monotonic()
+    try:
+        if c is None or c.sock is None:
+            raise ConnectionError("not connected")
+        if time.monotonic() > deadline:
+            raise TimeoutError("deadline passed")
+        c.request("GET", "/who")
+        r = c.getresponse()
+        body = r.read().decode(errors="replace").strip()
+        port = c.sock.getsockname()[1] if c.sock else None
+        return [r.status, body, port, round(time.monotonic() - t0, 4)]
+    except Exception as e:
+        if c is not None:
+            c.close()
+        return [-1, type(e).__name__ + ": " + str(e), None,
+                round(time.monotonic() - t0, 4)]
+
+conns, recs = [], []
+for i in range(k):
+    c = http.client.HTTPConnection(vip, 80, timeout=5,
+                                   source_address=("0.0.0.0", kbase + i))
+    try:
+        c.connect()
+        c.auto_open = 0
+    except OSError:
+        c.close()
+    conns.append(c)
+    recs.append(get(c))
+out(kind="open", recs=recs)
+if not sys.stdin.readline():
+    sys.exit(1)
+
+rounds = []
+def round_(when):
+    t0 = time.monotonic()
+    rounds.append([when, t0, [get(c) for c in conns]])
+
+mac = lambda m: bytes.fromhex(m.replace(":", ""))
+frame = bytearray(54)
+frame[0:14] = mac(dmac) + mac(smac) + b"\x08\x00"
+dst = socket.inet_aton(vip)
+struct.pack_into("!BBHHHBBH4s4s", frame, 14, 0x45, 0, 40, 0, 0x4000, 64, 6,
+                 0, bytes(4), dst)
+struct.pack_into("!HHIIHHHH", frame, 34, 0, 80, 0, 0, 0x5002, 64240, 0, 0)
+wsum = lambda b: sum(struct.unpack("!%dH" % (len(b) // 2), b))
+ip_base = wsum(frame[14:34])
+tcp_base = wsum(frame[34:54]) + wsum(dst) + 6 + 20
+n0, n1, n2 = (int(x) for x in net.split("."))
+hi = n0 << 8 | n1
+rnd = random.Random()
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("c0", 0))
+sent = enobufs = 0
+t_start = time.monotonic()
+end = t_start + secs
+while sent < count and time.monotonic() < end:
+    h = rnd.randrange(11, 255)
+    sport = rnd.randrange(1024, 65536)
+    seq = rnd.getrandbits(32)
+    lo = n2 << 8 | h
+    x = ip_base + hi + lo
+    x = (x & 0xffff) + (x >> 16)
+    x = (x & 0xffff) + (x >> 16)
+    struct.pack_into("!HBBBB", frame, 24, ~x & 0xffff, n0, n1, n2, h)
+    x = tcp_base + hi + lo + sport + (seq >> 16) + (seq & 0xffff)
+    x = (x & 0xffff) + (x >> 16)
+    x = (x & 0xffff) + (x >> 16)
+    struct.pack_into("!HHI", frame, 34, sport, 80, seq)
+    struct.pack_into("!H", frame, 50, ~x & 0xffff)
+    while time.monotonic() < end:
+        try:
+            s.send(frame)
+            break
+        except OSError as e:  # the veth's backlog is full: a moment
+            if e.errno != errno.ENOBUFS:
+                raise
+            enobufs += 1
+            time.sleep(0.0002)
+    else:
+        break
+    sent += 1
+    if sent % every == 0 and sent < count:
+        round_(sent)
+t_flood = time.monotonic() - t_start
+s.close()
+time.sleep(0.5)
+round_(-1)
+out(kind="flood", sent=sent, secs=t_flood, enobufs=enobufs, rounds=rounds)
+if not sys.stdin.readline():
+    sys.exit(1)
+rounds = []
+round_(-2)
+out(kind="end", rounds=rounds)
+for c in conns:
+    c.close()
+"""
+
+
+class Lines:
+    """A process's stdout, JSON line by line, through a thread."""
+
+    def __init__(self, p):
+        self.q = queue.Queue()
+        self.t = threading.Thread(target=self._read, args=(p,), daemon=True)
+        self.t.start()
+
+    def _read(self, p):
+        for line in p.stdout:
+            try:
+                self.q.put(json.loads(line))
+            except ValueError:
+                pass
+        self.q.put(None)
+
+    def get(self, timeout):
+        try:
+            return self.q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+
+def services_doc(sock):
+    """`dpflowctl l4lb services --json` as a dict, or None."""
+    try:
+        r = subprocess.run([DPFLOWCTL, "-s", sock, "-t", "2", "l4lb",
+                            "services", "--json"], capture_output=True,
+                           text=True, timeout=5)
+        doc = json.loads(r.stdout)
+        return doc if isinstance(doc, dict) and "conns" in doc else None
+    except (subprocess.SubprocessError, OSError, ValueError):
+        return None
+
+
+def web_new_flows(doc):
+    for svc in doc["services"]:
+        if svc["name"] == "web":
+            return svc["new_flows"]
+    return None
+
+
+def proc_pid(run):
+    """The pid of dpflow itself (`ip netns exec` execs it; else a child)."""
+    try:
+        if os.path.basename(os.readlink("/proc/%d/exe" % run.pid)) == \
+                "dpflow":
+            return run.pid
+        with open("/proc/%d/task/%d/children" % (run.pid, run.pid)) as f:
+            kids = [int(x) for x in f.read().split()]
+        return kids[0] if kids else run.pid
+    except (OSError, ValueError):
+        return run.pid
+
+
+def vm_kb(pid, field="VmRSS"):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def syn_flood(sock, macs, pid, procs):
+    """Checks 8-12: persistent connections through a SYN flood."""
+    r = dict(open=None, flood=None, end=None, doc0=None, doc1=None,
+             rss0=None, rss1=None, rss_max=None, fresh=[], err="")
+    p = subprocess.Popen(
+        ["ip", "netns", "exec", NS_CLI, PY, "-c", FLOOD_SCRIPT, VIP, CNET,
+         macs["c0"], macs["c1"], str(FLOOD), str(FLOOD_SECS),
+         str(FLOOD_EVERY), str(KEEP), str(KEEP_BASE), "50"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    procs.append(p)
+    lines = Lines(p)
+    try:
+        r["open"] = lines.get(30)
+        if r["open"] is None:
+            return r
+        r["doc0"] = services_doc(sock)
+        r["rss0"] = vm_kb(pid)
+        samples = []
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                v = vm_kb(pid)
+                if v is not None:
+                    samples.append(v)
+                stop.wait(0.02)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        r["flood"] = lines.get(90)
+        stop.set()
+        th.join(timeout=5)
+        r["rss1"] = vm_kb(pid)
+        r["rss_max"] = max(samples + [r["rss1"] or 0])
+        r["doc1"] = services_doc(sock)
+        if r["flood"] is None:
+            return r
+        cl = Client(FRESH, 30, FRESH_BASE)
+        procs.append(cl.p)
+        r["fresh"] = cl.wait(40)
+        procs.remove(cl.p)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        r["end"] = lines.get(30)
+        p.wait(timeout=10)
+    except (OSError, subprocess.SubprocessError) as e:
+        r["err"] = "%s: %s" % (type(e).__name__, e)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=5)
+        if not r["err"]:
+            r["err"] = p.stderr.read()[-1500:]
+        procs.remove(p)
+    return r
+
+
 def parse_report(text):
     svc = re.search(r"^l4lb service web tcp \S+ nat: fwd (\d+) pkts (\d+) "
                     r"bytes, reply (\d+) pkts, icmp (\d+), new flows (\d+), "
@@ -374,6 +666,96 @@ def parse_report(text):
     return svc, bes, conns
 
 
+def check_flood(fl):
+    """TAP points 6-10 from syn_flood()'s results; sets fl["flood_new"]
+    (the service's new flows during the flood, by dpflowctl)."""
+    opened, flood, end = fl["open"], fl["flood"], fl["end"]
+    d0, d1 = fl["doc0"], fl["doc1"]
+    cap = 1 << (CONN_TABLE - 1).bit_length()
+    first = [r[1] if r[0] == 200 and r[1] in ("b1", "b2", "b3") and
+             r[2] == KEEP_BASE + i else None
+             for i, r in enumerate(opened["recs"] if opened else [])]
+    new = None
+    if d0 and d1:
+        new = web_new_flows(d1) - web_new_flows(d0)
+        fl["flood_new"] = new
+    # 6: the flood
+    if flood:
+        sent, secs = flood["sent"], flood["secs"]
+        note("flood: %d SYNs sent in %.2f s, send() answered ENOBUFS %d "
+             "times (retried)" % (sent, secs, flood["enobufs"]))
+    ok = (len(first) == KEEP and None not in first and flood is not None and
+          new is not None and new >= 8 * cap)
+    tap(ok, "SYN flood: %s SYNs in %s to VIP:80 from random sources of "
+        "%s.0/24; dpflow counted %s new flows, %s the %d-entry table's "
+        "%d flows (NAT: two entries a flow)" % (
+            flood["sent"] if flood else "no", "%.2f s (%d/s)" % (
+                flood["secs"], flood["sent"] / max(flood["secs"], 1e-3))
+            if flood else "-", CNET, new, "%.1fx" % (new / (cap // 2))
+            if new is not None else "?", cap, cap // 2),
+        "persistent connections: %s\nflood: %s\ndpflowctl: %s %s\n%s" % (
+            opened, flood and {k: v for k, v in flood.items()
+                               if k != "rounds"}, d0 is not None,
+            d1 is not None, fl["err"]))
+    # 7: the persistent connections, during and after the flood
+    rounds = (flood["rounds"] if flood else []) + (end["rounds"] if end
+                                                   else [])
+    during = after = 0
+    bad = []
+    for when, t, recs in rounds:
+        for i, r in enumerate(recs):
+            if when >= 0:
+                during += 1
+            else:
+                after += 1
+            if i >= len(first) or first[i] is None or r[0] != 200 or \
+                    r[1] != first[i] or r[2] != KEEP_BASE + i:
+                bad.append([when, i, r])
+    slow = max([r[3] for _, _, recs in rounds for r in recs] or [0])
+    want = KEEP * ((flood["sent"] - 1) // FLOOD_EVERY + 2 if flood else 0)
+    tap(bool(first) and None not in first and flood is not None and
+        end is not None and not bad and during + after == want and during,
+        "%d persistent connections (backends %s): %d requests during the "
+        "flood, %d after, all 200 from the same backend on the same "
+        "connection (slowest %.3f s)" % (
+            KEEP, " ".join(str(b) for b in first), during, after, slow),
+        "first: %s\nbad (SYNs sent, connection, record): %s\n%d of %d "
+        "requests made" % (opened, bad[:8], during + after, want))
+    # 8: the table was full, and its size stayed
+    if d0 and d1:
+        c0, c1 = d0["conns"], d1["conns"]
+        drep = c1["replaced"] - c0["replaced"]
+        dref = c1["refused"] - c0["refused"]
+        dfull = d1["drops"].get("conn_table_full", 0) - \
+            d0["drops"].get("conn_table_full", 0)
+        tap(c0["capacity"] == c1["capacity"] == cap and drep + dref > 0,
+            "connection table full during the flood: capacity %d before and "
+            "after (conn_table %d), replaced +%d, refused +%d, created +%d, "
+            "expired +%d, conn_table_full drops +%d" % (
+                c1["capacity"], CONN_TABLE, drep, dref,
+                c1["created"] - c0["created"], c1["expired"] - c0["expired"],
+                dfull), "before %s\nafter %s" % (c0, c1))
+    else:
+        tap(False, "connection table full during the flood: no `dpflowctl "
+            "l4lb services --json`")
+    # 9: memory
+    r0, r1, rm = fl["rss0"], fl["rss1"], fl["rss_max"]
+    ok = None not in (r0, r1, rm) and max(r1, rm) - r0 < \
+        RSS_GROWTH_MAX // 1024
+    tap(ok, "dpflow's VmRSS: %s kB before the flood, %s kB at most during "
+        "it, %s kB after: %s (limit +%d MB)" % (
+            r0, rm, r1, "%+.2f MB" % ((max(r1, rm) - r0) / 1024.0)
+            if ok is not None and None not in (r0, r1, rm) else "?",
+            RSS_GROWTH_MAX >> 20))
+    # 10: new connections after the flood
+    fresh = fl["fresh"]
+    badf = [r for r in fresh if not ok_rec(r)]
+    tap(len(fresh) == FRESH and not badf,
+        "after the flood: %d new connections, %d answered 200 with "
+        "b1/b2/b3" % (len(fresh), len(fresh) - len(badf)),
+        "bad: %s" % badf[:5])
+
+
 def main():
     if os.geteuid() != 0 or shutil.which("ip") is None:
         print("1..0 # SKIP needs root and iproute2 to make namespaces")
@@ -387,7 +769,7 @@ def main():
         print("1..0 # SKIP this machine cannot make network namespaces "
               "(%s)" % e)
         return 0
-    print("1..7")
+    print("1..12")
     tmp = tempfile.mkdtemp(prefix="dpflow-live-l4lb-")
     procs = []
     sock = os.path.join(tmp, "ctl.sock")
@@ -406,12 +788,13 @@ def main():
         with open(cfg, "w") as f:
             f.write(CONFIG % dict(c0=macs["c0"], c1=macs["c1"],
                                   s1=macs["s1"], vip=VIP, snat=SNAT,
+                                  conn_table=CONN_TABLE,
                                   backends=backends))
         for k in range(3):
             BACKENDS.append(start_backend(k, tmp))
             procs.append(BACKENDS[-1])
         run = subprocess.Popen(["ip", "netns", "exec", NS_LB, DPFLOW, "run",
-                                cfg, "--duration", "120", "--control", sock],
+                                cfg, "--duration", "180", "--control", sock],
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         procs.append(run)
@@ -493,7 +876,14 @@ def main():
             len(recs), (recs[-1][1] - recs[0][0]) if recs else 0,
             sum(1 for r in recs if not ok_rec(r))))
 
-        # 6, 7: clean stop, then the exit report
+        # 6-10: persistent connections through a SYN flood
+        pid = proc_pid(run)
+        fl = syn_flood(sock, macs, pid, procs)
+        check_flood(fl)
+        connections += KEEP + len(fl["fresh"]) + fl.get("flood_new", 0)
+        allrecs += fl["fresh"]
+
+        # 11, 12: clean stop, then the exit report
         t_term = time.monotonic()
         run.send_signal(signal.SIGTERM)
         try:
@@ -517,6 +907,9 @@ def main():
                   reply >= 3 * good and
                   [bes[ip]["weight"] for ip in IP_B] == WEIGHTS and
                   all(bes[ip]["up"] for ip in IP_B))
+            if conns:
+                note("report: l4lb connections: created %s, replaced %s, "
+                     "refused %s, expired %s" % conns.groups())
             note("report: service fwd %d pkts, reply %d, new flows %d "
                  "(backends: %s), connections made %d" % (
                      fwd, reply, new, ", ".join(
