@@ -384,8 +384,31 @@ EXAMPLE_TRAFFIC = {"vxlan_decap.yaml": "vxlan", "demo.yaml": "all",
                    "policer.yaml": "default"}
 
 
+def run_l4lb_example(dpflow, tmp):
+    """The balancer example on its own client traffic (what `make demo`
+    runs): every client packet reaches a backend."""
+    subprocess.run(["/usr/bin/python3",
+                    os.path.join(EXAMPLES, "..", "scripts", "l4lb_traffic.py"),
+                    tmp], check=True, timeout=60)
+    p = subprocess.run([dpflow, "run", os.path.join(EXAMPLES, "l4lb.yaml")],
+                       cwd=tmp, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
+    out = p.stdout.decode(errors="replace")
+    if p.returncode != 0:
+        return ["exit %d: %s" % (p.returncode, out[-600:])]
+    fwd = sum(int(n) for n in re.findall(r"^l4lb service .*: fwd (\d+) pkts",
+                                           out, re.M))
+    rx = re.search(r"^\s+client\s+rx\s+(\d+) pkts", out, re.M)
+    if not rx or fwd != int(rx.group(1)) or fwd == 0:
+        return ["client packets %s, forwarded by the services %d"
+                % (rx.group(1) if rx else "?", fwd)]
+    return []
+
+
 def run_example(dpflow, name, tmp):
     """An example config loads, runs on generated traffic and sends some."""
+    if name == "l4lb.yaml":
+        return run_l4lb_example(dpflow, tmp)
     profile = EXAMPLE_TRAFFIC.get(name, "default")
     subprocess.run([dpflow, "gen", profile, "--count", "500", "--seed", "5",
                     "-o", os.path.join(tmp, "in.pcap")], check=True,
