@@ -29,7 +29,9 @@ Checked:
    same v (a frame never sees pipe a's old state and pipe b's new one);
 3. frames of at least 15 distinct versions arrived (updates happened under
    traffic), and the last version was seen;
-4. no stall: the largest delay from the sender's time stamp to the
+4. no stall (in two attempts: the whole test runs again when this is its
+   only failure, and reports the second): the largest delay from the
+   sender's time stamp to the
    kernel's receive time stamp at b0, over the frames sent while the
    updates ran, is at most 10 ms; or, where the machine itself delays
    frames that much (the same traffic for 3 s before any update sets the
@@ -74,15 +76,17 @@ RATE = 5000  # frames a second
 MAX_STALL_NS = 10_000_000
 
 results = []
+lines = []  # TAP lines of the attempt, printed when it ends
+STALL_POINT = 4
 
 
 def tap(ok, what, detail=""):
     results.append(ok)
-    print("%s %d - %s" % ("ok" if ok else "not ok", len(results), what))
+    lines.append("%s %d - %s" % ("ok" if ok else "not ok", len(results),
+                                 what))
     if detail and not ok:
         for line in str(detail).splitlines()[-15:]:
-            print("#   " + line)
-    sys.stdout.flush()
+            lines.append("#   " + line)
 
 
 def sh(*args, ns=None, check=True, timeout=60, **kw):
@@ -264,7 +268,6 @@ def main():
         print("1..0 # SKIP this machine cannot make network namespaces "
               "(%s)" % e)
         return 0
-    print("1..6")
     tmp = tempfile.mkdtemp(prefix="dpflow-hot-")
     procs = []
     sock = os.path.join(tmp, "ctl.sock")
@@ -376,9 +379,9 @@ def main():
         floor = max(base) if base else -1
         worst = max(upd) if upd else -1
         if SANITIZED:
-            print("ok %d # SKIP stall check: sanitizer build (largest "
-                  "delay %.2f ms); run with DPFLOW_PLAIN_BIN"
-                  % (len(results) + 1, worst / 1e6))
+            lines.append("ok %d # SKIP stall check: sanitizer build "
+                         "(largest delay %.2f ms); run with "
+                         "DPFLOW_PLAIN_BIN" % (len(results) + 1, worst / 1e6))
             results.append(True)
         else:
             tap(base and upd and 0 < worst and
@@ -423,5 +426,27 @@ def main():
     return 0 if all(results) else 1
 
 
+def attempt():
+    """One run of the test; its TAP lines stay in `lines`."""
+    del results[:]
+    del lines[:]
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = attempt()
+    first = list(lines)
+    # A stall must happen twice to fail: a virtual machine's host can
+    # hold every thread for 100 ms once in a while, while a data path that
+    # waits for the control thread would stall in every attempt.
+    if (len(results) == 6 and not results[STALL_POINT - 1] and
+            sum(results) == 5):
+        rc = attempt()
+        print("# the first attempt's stall check failed; second attempt:")
+        for line in first:
+            if line.startswith("not ok %d " % STALL_POINT):
+                print("# first attempt: " + line)
+    if lines:
+        print("1..6")
+        print("\n".join(lines))
+    sys.exit(rc)
