@@ -24,8 +24,7 @@
 #define IPPROTO_ICMP_	1
 #define IPPROTO_ICMPV6_ 58
 
-#define FWD_BURST_MAX	256
-#define FWD_ENTRY_AHEAD 8
+#define FWD_BURST_MAX 256
 
 enum pkt_kind {
 	K_DROP = 0,
@@ -665,7 +664,8 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	unsigned shard = dpflow_ctx_thread_shard(lb->ctx);
 	struct lb_shard *sh = &lb->shards[shard];
 	bool at = shard == DPFLOW_THREAD_SHARDS - 1;
-	uint32_t now_ms = (uint32_t)(dpflow_clock_mono_ns() / 1000000u);
+	/* the TSC clock: CLOCK_MONOTONIC_RAW is a system call on some VMs */
+	uint32_t now_ms = (uint32_t)(dpflow_clock_ns() / 1000000u);
 	struct pkt_work w[FWD_BURST_MAX];
 	struct fwd_out out;
 
@@ -680,16 +680,10 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 		w[i].drop = 0;
 		classify(lb, v, pool, &w[i]);
 	}
-	/* entry lines FWD_ENTRY_AHEAD packets ahead of their use: the
-	 * bucket lines requested by classify() have arrived by then */
-	for (unsigned i = 0; i < n && i < FWD_ENTRY_AHEAD; i++)
+	for (unsigned i = 0; i < n; i++)
 		if (w[i].kind != K_DROP)
 			l4lb_conn_prefetch_entry(lb->conns, w[i].h);
 	for (unsigned i = 0; i < n; i++) {
-		if (i + FWD_ENTRY_AHEAD < n &&
-		    w[i + FWD_ENTRY_AHEAD].kind != K_DROP)
-			l4lb_conn_prefetch_entry(lb->conns,
-						 w[i + FWD_ENTRY_AHEAD].h);
 		switch (w[i].kind) {
 		case K_FWD:
 			do_fwd(lb, v, pool, &w[i], sh, at, now_ms);
