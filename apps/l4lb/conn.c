@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "l4lb/conn.h"
 
@@ -174,18 +177,6 @@ void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h)
 	DPFLOW_PREFETCH(&ct->buckets[h & ct->mask]);
 }
 
-void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
-{
-	uint32_t b = (uint32_t)h & ct->mask, sig = sig_of(h);
-	const struct conn_bucket *bk = &ct->buckets[b];
-
-	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++)
-		if (__atomic_load_n(&bk->sig[w], __ATOMIC_RELAXED) == sig) {
-			DPFLOW_PREFETCH(&ct->entries[b * L4LB_CONN_WAYS + w]);
-			return;
-		}
-}
-
 static inline bool key_eq(const struct l4lb_conn_key *a,
 			  const struct l4lb_conn_key *b)
 {
@@ -214,15 +205,47 @@ static inline bool expired(const struct l4lb_conn_table *ct, uint32_t stamp,
 }
 
 /* Way of @k in bucket @b, or -1. Lock held. */
+/* Bit w set where the bucket's signature w is @sig. */
+static inline unsigned sig_matches(const struct conn_bucket *bk, uint32_t sig)
+{
+#ifdef __SSE2__
+	__m128i s = _mm_set1_epi32((int)sig);
+	__m128i lo = _mm_cmpeq_epi32(
+	    _mm_load_si128((const __m128i *)(const void *)&bk->sig[0]), s);
+	__m128i hi = _mm_cmpeq_epi32(
+	    _mm_load_si128((const __m128i *)(const void *)&bk->sig[4]), s);
+
+	return (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo)) |
+	       (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
+#else
+	unsigned m = 0;
+
+	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++)
+		m |= (unsigned)(bk->sig[w] == sig) << w;
+	return m;
+#endif
+}
+
+void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
+{
+	uint32_t b = (uint32_t)h & ct->mask;
+	unsigned m = sig_matches(&ct->buckets[b], sig_of(h));
+
+	/* a hint: a racing writer can only make it prefetch a wrong line */
+	if (m)
+		DPFLOW_PREFETCH(&ct->entries[b * L4LB_CONN_WAYS +
+					     (unsigned)__builtin_ctz(m)]);
+}
+
 static int find_way(struct l4lb_conn_table *ct, uint32_t b,
 		    const struct l4lb_conn_key *k, uint32_t sig,
 		    uint32_t now_ms)
 {
 	const struct conn_bucket *bk = &ct->buckets[b];
 
-	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
-		if (bk->sig[w] != sig)
-			continue;
+	for (unsigned m = sig_matches(bk, sig); m; m &= m - 1) {
+		unsigned w = (unsigned)__builtin_ctz(m);
+
 		if (expired(ct, bk->stamp[w], now_ms))
 			continue;
 		if (key_eq(&ct->entries[b * L4LB_CONN_WAYS + w].key, k))
