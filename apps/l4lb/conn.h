@@ -17,6 +17,8 @@
  * recently used flow of its bucket, half-open ones first. Entries expire
  * lazily: an entry older than its state's timeout is free for reuse.
  *
+ * Times (@now_ms) are dpflow_clock_ns() / 10^6, the data path's clock.
+ *
  * Threads: with @shared false, one thread uses the table; with @shared
  * true, any number of data threads may, and every operation holds the
  * striped spinlock of the bucket(s) it touches (two at once in bucket
