@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """The L4 load balancer (apps/l4lb) live, in full NAT mode (TAP).
 
-usage: live_l4lb.py DPFLOW DPFLOWCTL
+usage: live_l4lb.py DPFLOW DPFLOWCTL [WORKERS]
+
+With WORKERS > 1, dpflow runs that many workers on ports of as many
+queues: the connection table is shared, and a NAT reply is run by
+whichever worker its own hash picks.
 
 Namespaces made here (named from the pid): cli (the client, 10.89.N.2 on
 c0), lb (dpflow, with AF_PACKET ports on c1 toward the client and s1
@@ -64,6 +68,8 @@ import threading
 import time
 
 DPFLOW, DPFLOWCTL = sys.argv[1], sys.argv[2]
+WORKERS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+QUEUES = ",queues=%d" % WORKERS if WORKERS > 1 else ""
 TAG = "l4l%d" % (os.getpid() % 100000)
 NS_CLI, NS_LB, NS_SW = TAG + "cli", TAG + "lb", TAG + "sw"
 NS_B = [TAG + "b1", TAG + "b2", TAG + "b3"]
@@ -120,10 +126,11 @@ def mac_of(ns, dev):
 def setup():
     for ns in [NS_CLI, NS_LB, NS_SW] + NS_B:
         sh("ip", "netns", "add", ns)
-    sh("ip", "link", "add", "c0", "netns", NS_CLI, "type", "veth", "peer",
-       "name", "c1", "netns", NS_LB)
-    sh("ip", "link", "add", "s1", "netns", NS_LB, "type", "veth", "peer",
-       "name", "s0", "netns", NS_SW)
+    nq = ["numtxqueues", str(WORKERS), "numrxqueues", str(WORKERS)]
+    sh("ip", "link", "add", "c0", "netns", NS_CLI, *nq, "type", "veth",
+       "peer", "name", "c1", "netns", NS_LB, *nq)
+    sh("ip", "link", "add", "s1", "netns", NS_LB, *nq, "type", "veth",
+       "peer", "name", "s0", "netns", NS_SW, *nq)
     devs = [(NS_CLI, "c0"), (NS_LB, "c1"), (NS_LB, "s1"), (NS_SW, "s0")]
     for k, ns in enumerate(NS_B):
         sh("ip", "link", "add", "e0", "netns", ns, "type", "veth", "peer",
@@ -178,8 +185,8 @@ def teardown(procs, tmp):
 
 
 CONFIG = """ports:
-  - {name: client, uri: 'afpacket:c1'}
-  - {name: backend, uri: 'afpacket:s1'}
+  - {name: client, uri: 'afpacket:c1%(queues)s'}
+  - {name: backend, uri: 'afpacket:s1%(queues)s'}
 apps:
   l4lb:
     client_port: client
@@ -788,13 +795,14 @@ def main():
         with open(cfg, "w") as f:
             f.write(CONFIG % dict(c0=macs["c0"], c1=macs["c1"],
                                   s1=macs["s1"], vip=VIP, snat=SNAT,
-                                  conn_table=CONN_TABLE,
+                                  conn_table=CONN_TABLE, queues=QUEUES,
                                   backends=backends))
         for k in range(3):
             BACKENDS.append(start_backend(k, tmp))
             procs.append(BACKENDS[-1])
         run = subprocess.Popen(["ip", "netns", "exec", NS_LB, DPFLOW, "run",
-                                cfg, "--duration", "180", "--control", sock],
+                                cfg, "--duration", "180", "--control", sock,
+                                "--workers", str(WORKERS)],
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         procs.append(run)
