@@ -36,7 +36,7 @@ echo "   (800 TCP connections to a NAT VIP and a DSR VIP, 100 DNS queries over"
 echo "    IPv6 to a GUE VIP; Maglev spreads them by weight, each flow keeps"
 echo "    its backend)"
 /usr/bin/python3 "$(dirname "$0")/l4lb_traffic.py" "$tmp"
-(cd "$tmp" && "$DPFLOW" run "$EXAMPLES/l4lb.yaml" | grep -E '^(l4lb|  backend)')
+(cd "$tmp" && "$DPFLOW" run "$EXAMPLES/l4lb.yaml" | grep -E '^(l4lb |  backend [^ ])')
 echo "   first packets sent to the backends (NAT, then IP-in-IP):"
 "$DPFLOW" inspect "pcap:$tmp/to_backends.pcap" | head -n 1
 "$DPFLOW" inspect "pcap:$tmp/to_backends.pcap" | grep -m 1 ipip || true
