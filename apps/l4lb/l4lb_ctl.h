@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "l4lb/l4lb.h"
 
@@ -15,6 +16,15 @@
  * @arg is the balancer. Serves the "l4lb.*" commands; NULL for others.
  */
 char *l4lb_ctl_request(void *arg, const char *cmd, const char *req, size_t len);
+
+/*
+ * The balancer's Prometheus metrics (dpflow_metrics_app()'s render; @arg
+ * is the balancer): per service and direction packets and bytes, new and
+ * untracked flows; per backend packets, bytes, new flows, health, weight
+ * and Maglev slots; the connection table's capacity and events; drops by
+ * reason. Control thread.
+ */
+void l4lb_metrics_render(void *arg, FILE *f);
 
 /*
  * Health checks: start the checks that are due, finish those that

@@ -376,3 +376,163 @@ char *l4lb_ctl_request(void *arg, const char *cmd, const char *req, size_t len)
 	json_decref(in);
 	return text;
 }
+
+/* ---- Prometheus metrics --------------------------------------------------
+ */
+
+static void help(FILE *f, const char *name, const char *type, const char *text)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+/* service="NAME",backend="ADDR:PORT" (names and addresses need no
+ * escaping: service names are checked at add, addresses are printed) */
+static void backend_label(FILE *f, const char *svc,
+			  const struct l4lb_backend_info *bi)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	inet_ntop(bi->cfg.addr.v6 ? AF_INET6 : AF_INET, bi->cfg.addr.b, a,
+		  sizeof(a));
+	fprintf(f, "{service=\"%s\",backend=\"%s%s%s:%u\"}", svc,
+		bi->cfg.addr.v6 ? "[" : "", a, bi->cfg.addr.v6 ? "]" : "",
+		bi->cfg.port);
+}
+
+static void put_name(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		fputc(*s == '\n' ? ' ' : *s, f);
+	}
+}
+
+void l4lb_metrics_render(void *arg, FILE *f)
+{
+	static const char *const dirs[] = {"fwd", "reply", "icmp"};
+	const struct l4lb *lb = arg;
+	uint64_t d[L4LB_DROP__COUNT];
+	struct l4lb_conn_stats cs;
+	char svc[L4LB_SERVICES_MAX][L4LB_NAME_MAX * 2];
+	struct l4lb_service_stats st[L4LB_SERVICES_MAX];
+	bool used[L4LB_SERVICES_MAX];
+
+	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++) {
+		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, s);
+		FILE *m;
+
+		used[s] = c != NULL;
+		if (!c)
+			continue;
+		l4lb_service_stats(lb, s, &st[s]);
+		m = fmemopen(svc[s], sizeof(svc[s]), "w");
+		if (m) {
+			put_name(m, c->name);
+			fputc(0, m);
+			fclose(m);
+		} else {
+			svc[s][0] = 0;
+		}
+	}
+	help(f, "dpflow_l4lb_service_packets_total", "counter",
+	     "packets of a service by direction: fwd (to a backend), reply "
+	     "(NAT, to the client), icmp (errors relayed to a backend)");
+	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++)
+		for (unsigned k = 0; used[s] && k < 3; k++) {
+			const struct l4lb_counter *c = k == 0	? &st[s].fwd
+						       : k == 1 ? &st[s].reply
+								: &st[s].icmp;
+
+			fprintf(f,
+				"dpflow_l4lb_service_packets_total{service="
+				"\"%s\",dir=\"%s\"} %llu\n",
+				svc[s], dirs[k], (unsigned long long)c->pkts);
+		}
+	help(f, "dpflow_l4lb_service_bytes_total", "counter",
+	     "bytes of a service by direction");
+	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++)
+		for (unsigned k = 0; used[s] && k < 3; k++) {
+			const struct l4lb_counter *c = k == 0	? &st[s].fwd
+						       : k == 1 ? &st[s].reply
+								: &st[s].icmp;
+
+			fprintf(f,
+				"dpflow_l4lb_service_bytes_total{service="
+				"\"%s\",dir=\"%s\"} %llu\n",
+				svc[s], dirs[k], (unsigned long long)c->bytes);
+		}
+	help(f, "dpflow_l4lb_service_new_flows_total", "counter",
+	     "flows given a backend by Maglev");
+	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++)
+		if (used[s])
+			fprintf(f,
+				"dpflow_l4lb_service_new_flows_total{service="
+				"\"%s\"} %llu\n",
+				svc[s], (unsigned long long)st[s].new_flows);
+	help(f, "dpflow_l4lb_service_untracked_total", "counter",
+	     "packets forwarded without a connection entry (table full)");
+	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++)
+		if (used[s])
+			fprintf(f,
+				"dpflow_l4lb_service_untracked_total{service="
+				"\"%s\"} %llu\n",
+				svc[s], (unsigned long long)st[s].untracked);
+
+	static const char *const bnames[] = {
+	    "dpflow_l4lb_backend_packets_total",
+	    "dpflow_l4lb_backend_bytes_total",
+	    "dpflow_l4lb_backend_new_flows_total",
+	    "dpflow_l4lb_backend_up",
+	    "dpflow_l4lb_backend_weight",
+	    "dpflow_l4lb_backend_maglev_slots"};
+	static const char *const btypes[] = {"counter", "counter", "counter",
+					     "gauge",	"gauge",   "gauge"};
+	static const char *const bhelp[] = {
+	    "packets sent to a backend",
+	    "bytes sent to a backend",
+	    "flows Maglev gave a backend",
+	    "1 when health checks pass",
+	    "the backend's weight (0: draining)",
+	    "Maglev table slots the backend holds"};
+	for (unsigned k = 0; k < 6; k++) {
+		help(f, bnames[k], btypes[k], bhelp[k]);
+		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
+			struct l4lb_backend_info bi;
+			uint64_t v;
+
+			if (l4lb_backend_info(lb, b, &bi) || !used[bi.service])
+				continue;
+			v = k == 0   ? bi.fwd.pkts
+			    : k == 1 ? bi.fwd.bytes
+			    : k == 2 ? bi.new_flows
+			    : k == 3 ? bi.up
+			    : k == 4 ? bi.cfg.weight
+				     : bi.slots;
+			fputs(bnames[k], f);
+			backend_label(f, svc[bi.service], &bi);
+			fprintf(f, " %llu\n", (unsigned long long)v);
+		}
+	}
+	l4lb_conn_stats_get(l4lb_conns((struct l4lb *)lb), &cs);
+	help(f, "dpflow_l4lb_conn_capacity", "gauge",
+	     "connection table entries (NAT uses two a flow)");
+	fprintf(f, "dpflow_l4lb_conn_capacity %u\n",
+		l4lb_conn_capacity(l4lb_conns((struct l4lb *)lb)));
+	help(f, "dpflow_l4lb_conn_events_total", "counter",
+	     "connection table: created, replaced (LRU), refused (bucket of "
+	     "established flows), expired (reused)");
+	fprintf(f,
+		"dpflow_l4lb_conn_events_total{event=\"created\"} %llu\n"
+		"dpflow_l4lb_conn_events_total{event=\"replaced\"} %llu\n"
+		"dpflow_l4lb_conn_events_total{event=\"refused\"} %llu\n"
+		"dpflow_l4lb_conn_events_total{event=\"expired\"} %llu\n",
+		(unsigned long long)cs.created, (unsigned long long)cs.replaced,
+		(unsigned long long)cs.refused, (unsigned long long)cs.expired);
+	l4lb_drops(lb, d);
+	help(f, "dpflow_l4lb_drops_total", "counter",
+	     "packets the balancer dropped, by reason");
+	for (unsigned i = 0; i < L4LB_DROP__COUNT; i++)
+		fprintf(f, "dpflow_l4lb_drops_total{reason=\"%s\"} %llu\n",
+			l4lb_drop_name(i), (unsigned long long)d[i]);
+}

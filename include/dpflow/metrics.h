@@ -20,6 +20,7 @@
 #define DPFLOW_METRICS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "dpflow/error.h"
 #include "dpflow/flow.h"
@@ -51,6 +52,14 @@ unsigned dpflow_metrics_port(const struct dpflow_metrics *m);
 
 /* Stop listening and free. NULL ok. */
 void dpflow_metrics_close(struct dpflow_metrics *m);
+
+/*
+ * An application's metrics: each scrape, after dpflow's own, calls
+ * @render(@arg, f) on the control thread to append lines in the text
+ * format (HELP, TYPE and samples). NULL @render: none.
+ */
+void dpflow_metrics_app(struct dpflow_metrics *m,
+			void (*render)(void *arg, FILE *f), void *arg);
 
 /* The exposition text of @ctx (and @rt, may be NULL), malloc'ed and
  * NUL-terminated; NULL when out of memory. Control thread. */

@@ -20,6 +20,8 @@
 struct dpflow_metrics {
 	struct dpflow_ctx *ctx;
 	struct dpflow_rt *rt;
+	void (*app_render)(void *arg, FILE *f);
+	void *app_arg;
 	struct MHD_Daemon *d;
 	unsigned port;
 };
@@ -250,6 +252,36 @@ char *dpflow_metrics_render(struct dpflow_ctx *ctx, struct dpflow_rt *rt,
 	return text;
 }
 
+/* @body (freed) followed by the application's lines; NULL when out of
+ * memory. */
+static char *with_app(struct dpflow_metrics *m, char *body, size_t *len)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+
+	if (!f) {
+		free(body);
+		return NULL;
+	}
+	fwrite(body, 1, *len, f);
+	free(body);
+	m->app_render(m->app_arg, f);
+	if (fclose(f)) {
+		free(text);
+		return NULL;
+	}
+	*len = n;
+	return text;
+}
+
+void dpflow_metrics_app(struct dpflow_metrics *m,
+			void (*render)(void *arg, FILE *f), void *arg)
+{
+	m->app_render = render;
+	m->app_arg = arg;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload,
@@ -282,6 +314,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 		len = sizeof(msg) - 1;
 	} else {
 		body = dpflow_metrics_render(m->ctx, m->rt, &len);
+		if (body && m->app_render)
+			body = with_app(m, body, &len);
 	}
 	if (!body)
 		return MHD_NO;

@@ -897,6 +897,69 @@ static uint64_t drop_count(struct fx *f, unsigned d)
 	return drops[d];
 }
 
+/* The value of the metric line starting with @prefix in @text. */
+static long long metric(const char *text, const char *prefix)
+{
+	const char *p = text;
+	size_t n = strlen(prefix);
+
+	for (; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, prefix, n) && p[n] == ' ')
+			return atoll(p + n + 1);
+	cr_assert_fail("no metric line %s", prefix);
+	return -1;
+}
+
+/* The Prometheus lines say what the counters say. */
+static void metrics_match(struct fx *f)
+{
+	struct l4lb_service_stats st;
+	uint64_t drops[L4LB_DROP__COUNT];
+	char *text = NULL, name[160];
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	int svc = l4lb_service_find(f->lb, "web");
+
+	cr_assert(m);
+	l4lb_metrics_render(f->lb, m);
+	cr_assert_eq(fclose(m), 0);
+	l4lb_service_stats(f->lb, svc, &st);
+	cr_assert_eq(metric(text, "dpflow_l4lb_service_packets_total{service="
+				  "\"web\",dir=\"fwd\"}"),
+		     (long long)st.fwd.pkts);
+	cr_assert_eq(metric(text, "dpflow_l4lb_service_packets_total{service="
+				  "\"web\",dir=\"reply\"}"),
+		     (long long)st.reply.pkts);
+	cr_assert_eq(metric(text, "dpflow_l4lb_service_new_flows_total{"
+				  "service=\"web\"}"),
+		     (long long)st.new_flows);
+	for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
+		struct l4lb_backend_info bi;
+		char a[INET6_ADDRSTRLEN];
+
+		if (l4lb_backend_info(f->lb, b, &bi))
+			continue;
+		inet_ntop(AF_INET, bi.cfg.addr.b, a, sizeof(a));
+		snprintf(name, sizeof(name),
+			 "dpflow_l4lb_backend_packets_total{service=\"web\","
+			 "backend=\"%s:%u\"}",
+			 a, bi.cfg.port);
+		cr_assert_eq(metric(text, name), (long long)bi.fwd.pkts, "%s",
+			     name);
+		snprintf(name, sizeof(name),
+			 "dpflow_l4lb_backend_up{service=\"web\",backend=\"%s:"
+			 "%u\"}",
+			 a, bi.cfg.port);
+		cr_assert_eq(metric(text, name), bi.up ? 1 : 0, "%s", name);
+	}
+	l4lb_drops(f->lb, drops);
+	cr_assert_eq(metric(text, "dpflow_l4lb_drops_total{reason=\"reply_"
+				  "without_connection\"}"),
+		     (long long)drops[L4LB_DROP_REPLY_NO_CONN]);
+	cr_assert_gt(drops[L4LB_DROP_REPLY_NO_CONN], 0);
+	free(text);
+}
+
 Test(l4lb_app, nat_replies)
 {
 	static uint32_t be0[FLOWS], be[FLOWS], wrong[FLOWS];
@@ -928,6 +991,7 @@ Test(l4lb_app, nat_replies)
 	    j_int(json_object_get(svc_of(svcs, "web"), "reply"), "pkts"),
 	    2 * FLOWS);
 	json_decref(svcs);
+	metrics_match(&f);
 	fx_fini(&f);
 }
 

@@ -321,6 +321,9 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 			dpflow_rt_stop(rt);
 			return -EINVAL;
 		}
+		if (st->lb)
+			dpflow_metrics_app(metrics, l4lb_metrics_render,
+					   st->lb);
 		fprintf(stderr, "dpflow run: metrics on http://%s/metrics\n",
 			st->metrics_addr);
 	}
