@@ -8,7 +8,8 @@
  * to the service's SNAT address, replies translated back) or by direct
  * server return in IP-in-IP or GUE (variant 1: IP directly in UDP)
  * encapsulation, as Katran does. ICMP errors about a tracked flow
- * (destination unreachable, packet too big) go to the flow's backend.
+ * (destination unreachable, packet too big) go to the flow's backend;
+ * in NAT mode, those sent to the SNAT address go to the flow's client.
  *
  * On the flow API: the balancer owns a root pipe on its client port (and
  * on its backend port when that is another port) that matches the VIPs

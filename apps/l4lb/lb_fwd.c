@@ -28,9 +28,10 @@
 
 enum pkt_kind {
 	K_DROP = 0,
-	K_FWD,	 /* to a VIP */
-	K_REPLY, /* NAT: backend -> SNAT address */
-	K_ICMP,	 /* an ICMP error about a flow to a VIP */
+	K_FWD,	      /* to a VIP */
+	K_REPLY,      /* NAT: backend -> SNAT address */
+	K_ICMP,	      /* an ICMP error about a flow to a VIP */
+	K_ICMP_REPLY, /* NAT: an ICMP error to a SNAT address about a flow */
 };
 
 struct pkt_work {
@@ -135,40 +136,51 @@ static uint8_t fwd_state(uint8_t proto, uint8_t flags, bool creating)
  * IPv6 header and 4 bytes of TCP/UDP ports) and fill @w's key with the
  * flow's client-side key (the embedded packet went VIP -> client).
  */
-static bool icmp_classify(const struct lb_view *v, const uint8_t *f,
-			  const struct dpflow_pkt_meta *m, struct pkt_work *w)
+static uint8_t icmp_classify(const struct lb_view *v, const uint8_t *f,
+			     const struct dpflow_pkt_meta *m,
+			     struct pkt_work *w)
 {
 	const struct dpflow_hdr *o = &m->outer;
 	uint32_t len = m->data_len, off = o->l4_off + 8u, ihl;
-	const uint8_t *e;
+	const uint8_t *e, *esrc, *edst;
 	uint8_t type = (uint8_t)o->sport, proto, ev6;
 
 	if (o->l4_type == DPFLOW_L4_ICMP ? (type != 3 && type != 11)
 					 : (type < 1 || type > 3))
-		return false;
+		return K_DROP;
 	if (off + 1 > len)
-		return false;
+		return K_DROP;
 	e = f + off;
 	ev6 = (e[0] >> 4) == 6;
 	if ((e[0] >> 4) != (ev6 ? 6 : 4) ||
 	    ev6 != (o->l3_type == DPFLOW_L3_IPV6))
-		return false;
+		return K_DROP;
 	ihl = ev6 ? IPV6_HLEN_ : (e[0] & 0xfu) * 4u;
 	if (ihl < IPV4_HLEN_ || off + ihl + 4 > len)
-		return false;
+		return K_DROP;
 	proto = ev6 ? e[6] : e[9];
 	if (proto != IPPROTO_TCP_ && proto != IPPROTO_UDP_)
-		return false;
-	/* embedded: VIP:vport -> client:cport */
-	w->svc =
-	    lb_svc_lookup(v, ev6 ? e + 8 : e + 12, ev6, proto, ld16(e + ihl));
-	if (w->svc == SVC_NONE ||
-	    memcmp(v->svc[w->svc].cfg.vip.b, o->dst, ev6 ? 16 : 4))
-		return false;
-	key_set(&w->key, ev6 ? e + 24 : e + 16, ev6 ? e + 8 : e + 12, ev6,
-		ld16(e + ihl + 2), ld16(e + ihl), proto);
+		return K_DROP;
+	esrc = ev6 ? e + 8 : e + 12;
+	edst = ev6 ? e + 24 : e + 16;
 	w->emb_off = (uint16_t)off;
-	return true;
+	/* embedded VIP:vport -> client:cport: the client side's error */
+	w->svc = lb_svc_lookup(v, esrc, ev6, proto, ld16(e + ihl));
+	if (w->svc != SVC_NONE &&
+	    !memcmp(v->svc[w->svc].cfg.vip.b, o->dst, ev6 ? 16 : 4)) {
+		key_set(&w->key, edst, esrc, ev6, ld16(e + ihl + 2),
+			ld16(e + ihl), proto);
+		return K_ICMP;
+	}
+	/* embedded snat:port -> backend:bport, the error sent to the SNAT
+	 * address: the flow's reply key */
+	if (!memcmp(esrc, o->dst, ev6 ? 16 : 4) &&
+	    lb_snat_lookup(v, o->dst, ev6) != SVC_NONE) {
+		key_set(&w->key, edst, esrc, ev6, ld16(e + ihl + 2),
+			ld16(e + ihl), proto);
+		return K_ICMP_REPLY;
+	}
+	return K_DROP;
 }
 
 static void classify(const struct l4lb *lb, const struct lb_view *v,
@@ -204,11 +216,11 @@ static void classify(const struct l4lb *lb, const struct lb_view *v,
 		}
 	} else if (o->l4_type == DPFLOW_L4_ICMP ||
 		   o->l4_type == DPFLOW_L4_ICMPV6) {
-		if (!icmp_classify(v, dpflow_pkt_data(pool, w->idx), m, w)) {
+		w->kind = icmp_classify(v, dpflow_pkt_data(pool, w->idx), m, w);
+		if (w->kind == K_DROP) {
 			w->drop = L4LB_DROP_ICMP_BAD;
 			return;
 		}
-		w->kind = K_ICMP;
 	} else {
 		w->drop = L4LB_DROP_NO_SERVICE;
 		return;
@@ -656,6 +668,53 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 	w->drop = 0xff;
 }
 
+/*
+ * NAT: an ICMP error sent to a SNAT address about a packet the balancer
+ * sent a backend (snat:port -> backend:bport): to the flow's client, as
+ * an error about the client's own packet (client:cport -> VIP:vport).
+ */
+static void do_icmp_reply(struct l4lb *lb, struct dpflow_pool *pool,
+			  struct pkt_work *w, struct lb_shard *sh, bool at,
+			  uint32_t now_ms)
+{
+	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	struct l4lb_conn r, fc;
+	uint8_t *f = dpflow_pkt_data(pool, w->idx);
+	uint8_t *l3 = f + m->outer.l3_off, *l4 = f + m->outer.l4_off;
+	uint8_t *e = f + w->emb_off;
+	uint8_t v6 = w->key.v6;
+	unsigned alen = v6 ? 16 : 4;
+	unsigned ihl = v6 ? IPV6_HLEN_ : (e[0] & 0xfu) * 4u;
+	unsigned l4len = m->outer.l3_off + m->outer.l3_len - m->outer.l4_off;
+	uint32_t id;
+
+	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms, L4LB_CONN_FREE,
+			      &r);
+	if (id == L4LB_CONN_NONE || !r.reverse || r.peer == L4LB_CONN_NONE ||
+	    l4lb_conn_touch(lb->conns, r.peer, now_ms, L4LB_CONN_FREE) ==
+		L4LB_CONN_FREE) {
+		w->drop = L4LB_DROP_ICMP_NO_CONN;
+		return;
+	}
+	fc = *l4lb_conn_entry(lb->conns, r.peer);
+	/* outer: -> client; embedded: client:cport -> VIP:vport */
+	memcpy(l3 + (v6 ? 24 : 16), fc.key.src, alen);
+	memcpy(e + (v6 ? 8 : 12), fc.key.src, alen);
+	memcpy(e + (v6 ? 24 : 16), fc.key.dst, alen);
+	st16(e + ihl, fc.key.sport);
+	st16(e + ihl + 2, fc.key.dport);
+	if (!v6) {
+		ipv4_csum_set(e, ihl);
+		ipv4_csum_set(l3, (l3[0] & 0xfu) * 4u);
+	}
+	icmp_csum_set(l3, l4, v6, l4len);
+	eth_set(f, lb->cfg.client_gw_mac, lb->cfg.client_mac);
+	if (fc.service < L4LB_SERVICES_MAX)
+		count_add(&sh->svc[fc.service].icmp, m->data_len, at);
+	w->kind = K_REPLY; /* leaves by the client port */
+	w->drop = 0xff;
+}
+
 void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 		 uint16_t n)
 {
@@ -693,6 +752,9 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 			break;
 		case K_ICMP:
 			do_icmp(lb, v, pool, &w[i], sh, at, now_ms);
+			break;
+		case K_ICMP_REPLY:
+			do_icmp_reply(lb, pool, &w[i], sh, at, now_ms);
 			break;
 		default:
 			break;

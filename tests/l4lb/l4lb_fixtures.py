@@ -21,7 +21,9 @@ Case groups (one `dpflow run` each, the drops one run per case):
              all-ports service: DNAT + SNAT out the backend port
   nat-reply  the same flows again (same SNAT ports), ICMP/ICMPv6 errors
              about two of them (quote translated), the backends' replies
-             back out the client port, a reply without connection
+             back out the client port, an ICMP error from the backend side
+             to the SNAT address back to the client, a reply without
+             connection
   dsr        ipip 4in4, 6in6, 6in4, 4in6; gue IPv4 (default and set port)
              and IPv6 (UDP checksum); padding/trailer left out; ICMP
              errors about DSR flows encapsulated whole
@@ -610,8 +612,21 @@ def group_nat(tap, runner):
     stray_port = next(p for p in range(20000, 30000) if p not in used)
     stray = backend_frame(IP(src=c0.baddr, dst=c0.snat)
                           / TCP(sport=c0.bport, dport=stray_port, flags="SA"))
+    # (c) an ICMP port unreachable from the backend side, sent to the SNAT
+    # address about the packet the balancer sent the backend
+    rtrb = "10.0.1.254"
+    quoteb = None
+    icmpb = []
+    if snat[0] is not None:
+        quoteb = (IP(src=c0.snat, dst=c0.baddr, ttl=63, id=0x4343)
+                  / TCP(sport=snat[0], dport=c0.bport, flags="S",
+                        seq=0x11223344))
+        icmpb = [backend_frame(IP(src=rtrb, dst=c0.snat, ttl=251, id=0x888)
+                               / ICMP(type=3, code=3)
+                               / Raw(embedded(quoteb, 28)))]
     r2 = runner.run("nat-reply", cfg, [c.fwd for c in cases] + [icmp4, icmp6],
-                    [f for _, f in replies if f is not None] + [stray])
+                    [f for _, f in replies if f is not None] + [stray] +
+                    icmpb)
     if r2.err:
         tap.check("NAT replies: dpflow run", [(None, r2.err)])
         return
@@ -664,15 +679,30 @@ def group_nat(tap, runner):
     tap.check("ICMPv6 packet too big about a NAT flow: to %s, quote "
               "translated, checksum right" % c4.baddr, errs)
 
+    errs = [(None, "no SNAT port from the forward case")]
+    if quoteb is not None:
+        q = IP(raw(quoteb))
+        q.src, q.dst = c0.client, c0.vip
+        del q.chksum
+        q[TCP].sport, q[TCP].dport = c0.cport, c0.vport
+        want = raw(Ether(dst=CGW, src=CMAC)
+                   / IP(src=rtrb, dst=c0.client, ttl=251, id=0x888)
+                   / ICMP(type=3, code=3) / Raw(raw(q)[:28]))
+        errs = match_errs(*couts2.take(lambda g: want))
+    tap.check("ICMP port unreachable to the SNAT address about a NAT flow: "
+              "to the client %s, quote %s:%d -> %s:%d, checksums right"
+              % (c0.client, c0.client, c0.cport, c0.vip, c0.vport), errs)
+
     errs = []
-    n_rep = sum(1 for _, f in replies if f is not None)
+    n_rep = sum(1 for _, f in replies if f is not None) + len(icmpb)
     if len(r2.backend) != n + 2 or len(r2.client) != n_rep:
         errs.append((None, "%d frames out the backend port, %d out the "
                      "client port; want %d, %d" % (len(r2.backend),
                                                    len(r2.client), n + 2,
                                                    n_rep)))
     errs += drop_errs(r2, {"reply_without_connection": 1})
-    errs += svc_errs(r2, "web4", fwd=2, reply=2, icmp=1, new_flows=2)
+    errs += svc_errs(r2, "web4", fwd=2, reply=2, icmp=1 + len(icmpb),
+                     new_flows=2)
     errs += svc_errs(r2, "web6", fwd=1, reply=1, icmp=1, new_flows=1)
     errs += svc_errs(r2, "dns4", fwd=2, reply=2, icmp=0)
     tap.check("NAT: reply to a SNAT port without a connection: dropped "
