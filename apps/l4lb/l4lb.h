@@ -102,8 +102,10 @@ struct l4lb_cfg {
 	uint8_t backend_mac[6];
 	uint8_t client_gw_mac[6];  /* destination MAC of frames to clients */
 	uint8_t backend_gw_mac[6]; /* ... to backends without a MAC */
-	uint32_t conn_entries;	   /* 0: L4LB_CONN_TABLE_DEFAULT */
-	uint32_t maglev_size;	   /* 0: 65537 */
+	uint16_t backend_mtu;  /* largest IP packet toward the backends (DSR:
+				  with the outer headers); 0: no check */
+	uint32_t conn_entries; /* 0: L4LB_CONN_TABLE_DEFAULT */
+	uint32_t maglev_size;  /* 0: 65537 */
 	struct l4lb_conn_timeouts timeouts;
 	bool shared; /* several data threads (the connection table locks) */
 };

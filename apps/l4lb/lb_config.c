@@ -295,17 +295,11 @@ static int load_service(struct ydoc *d, struct l4lb *lb, const struct ynode *x)
 static int parse_top(struct ydoc *d, struct dpflow_ctx *ctx,
 		     const struct ynode *x, struct l4lb_cfg *c)
 {
-	static const char *const keys[] = {"client_port",
-					   "backend_port",
-					   "client_mac",
-					   "backend_mac",
-					   "client_gateway_mac",
-					   "backend_gateway_mac",
-					   "conn_table",
-					   "maglev_size",
-					   "timeouts",
-					   "services",
-					   NULL};
+	static const char *const keys[] = {
+	    "client_port", "backend_port",	 "client_mac",
+	    "backend_mac", "client_gateway_mac", "backend_gateway_mac",
+	    "conn_table",  "maglev_size",	 "backend_mtu",
+	    "timeouts",	   "services",		 NULL};
 	static const char *const tkeys[] = {"half_open_ms", "established_ms",
 					    "closing_ms", NULL};
 	struct ynode t;
@@ -327,6 +321,14 @@ static int parse_top(struct ydoc *d, struct dpflow_ctx *ctx,
 	memcpy(c->backend_gw_mac, c->client_gw_mac, 6);
 	if (opt_mac(d, x, "backend_gateway_mac", c->backend_gw_mac))
 		return -EINVAL;
+	v = 1500;
+	if (opt_u64(d, x, "backend_mtu", 65535, &v))
+		return -EINVAL;
+	if (v && v < 1280)
+		return yerr(d, x, EINVAL,
+			    "backend_mtu: at least 1280 (IPv6's minimum), or 0 "
+			    "for no check");
+	c->backend_mtu = (uint16_t)v;
 	v = L4LB_CONN_TABLE_DEFAULT;
 	if (opt_u64(d, x, "conn_table", L4LB_CONN_MAX, &v))
 		return -EINVAL;

@@ -277,7 +277,7 @@ static void nat_rewrite(uint8_t *l3, uint8_t *l4, uint8_t v6, uint8_t proto,
  */
 static uint8_t *encap_room(struct dpflow_pool *pool, uint32_t idx,
 			   struct dpflow_pkt_meta *m, unsigned hlen,
-			   uint8_t *drop)
+			   unsigned mtu, uint8_t *drop)
 {
 	unsigned l3 = m->outer.l3_off;
 	unsigned ip_len = m->data_len - l3;
@@ -287,6 +287,10 @@ static uint8_t *encap_room(struct dpflow_pool *pool, uint32_t idx,
 
 	if (m->data_off + l3 < hlen) {
 		*drop = L4LB_DROP_NO_HEADROOM;
+		return NULL;
+	}
+	if (mtu && hlen - ETH_HLEN_ + ip_len > mtu) {
+		*drop = L4LB_DROP_TOO_BIG;
 		return NULL;
 	}
 	if (hlen + ip_len > UINT16_MAX) {
@@ -330,9 +334,98 @@ void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,
 		st16(ip + ip_hlen + 2, s->gue_port);
 }
 
+/* Full recompute of the ICMP(v6) checksum of the message at @l4. */
+static void icmp_csum_set(uint8_t *l3, uint8_t *l4, uint8_t v6, unsigned len)
+{
+	uint32_t sum = 0;
+
+	st16(l4 + 2, 0);
+	if (v6) {
+		sum = csum_add_bytes(0, l3 + 8, 32);
+		sum += IPPROTO_ICMPV6_ + len;
+	}
+	sum = csum_add_bytes(sum, l4, len);
+	st16(l4 + 2, (uint16_t)~csum_fold(sum));
+}
+
+/*
+ * A packet to a VIP too big to encapsulate (@overhead bytes of outer
+ * headers over the backend MTU): tell the client, as a router would,
+ * with an ICMP "fragmentation needed" (IPv4 with DF) or "packet too big"
+ * (IPv6) from the VIP, quoting the packet, so that its path MTU drops by
+ * the overhead. IPv4 without DF: nothing (the packet is dropped and
+ * counted all the same).
+ */
+static void too_big(struct l4lb *lb, struct dpflow_pool *pool,
+		    const struct pkt_work *w, unsigned overhead)
+{
+	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	const uint8_t *f = dpflow_pkt_data(pool, w->idx);
+	const uint8_t *ip = f + m->outer.l3_off;
+	uint8_t v6 = m->outer.l3_type == DPFLOW_L3_IPV6;
+	unsigned mtu = lb->cfg.backend_mtu - overhead, ihl, quote, len;
+	unsigned ip_len =
+	    m->outer.l3_len ? m->outer.l3_len : m->data_len - m->outer.l3_off;
+	uint8_t *o, *oip, *icmp;
+	uint32_t idx;
+
+	if (!v6 && !(ld16(ip + 6) & 0x4000))
+		return; /* IPv4 without DF */
+	if (m->outer.l4_type == DPFLOW_L4_ICMP ||
+	    m->outer.l4_type == DPFLOW_L4_ICMPV6)
+		return; /* no error about an error (RFC 1122 3.2.2) */
+	ihl = v6 ? IPV6_HLEN_ : (ip[0] & 0xfu) * 4u;
+	/* IPv4: the header and 8 bytes (RFC 792); IPv6: as much as fits
+	 * in the minimum MTU (RFC 4443) */
+	quote = v6 ? 1280u - IPV6_HLEN_ - 8u : ihl + 8u;
+	if (quote > ip_len)
+		quote = ip_len;
+	len = ETH_HLEN_ + (v6 ? IPV6_HLEN_ : IPV4_HLEN_) + 8u + quote;
+	if (dpflow_pool_alloc_bulk(pool, &idx, 1))
+		return;
+	if (len > pool->data_room) {
+		dpflow_pool_free_bulk(pool, &idx, 1);
+		return;
+	}
+	dpflow_pool_meta(pool, idx)->data_len = (uint16_t)len;
+	o = dpflow_pkt_data(pool, idx);
+	memset(o, 0, len - quote);
+	eth_set(o, lb->cfg.client_gw_mac, lb->cfg.client_mac);
+	st16(o + 12, v6 ? ETH_P_IPV6_ : ETH_P_IPV4_);
+	oip = o + ETH_HLEN_;
+	if (v6) {
+		oip[0] = 0x60;
+		st16(oip + 4, (uint16_t)(8u + quote));
+		oip[6] = IPPROTO_ICMPV6_;
+		oip[7] = 64;
+		memcpy(oip + 8, ip + 24, 16); /* from the VIP */
+		memcpy(oip + 24, ip + 8, 16); /* to the client */
+		icmp = oip + IPV6_HLEN_;
+		icmp[0] = 2; /* packet too big */
+		st16(icmp + 4, (uint16_t)(mtu >> 16));
+		st16(icmp + 6, (uint16_t)mtu);
+	} else {
+		oip[0] = 0x45;
+		st16(oip + 2, (uint16_t)(IPV4_HLEN_ + 8u + quote));
+		oip[8] = 64;
+		oip[9] = IPPROTO_ICMP_;
+		memcpy(oip + 12, ip + 16, 4);
+		memcpy(oip + 16, ip + 12, 4);
+		ipv4_csum_set(oip, IPV4_HLEN_);
+		icmp = oip + IPV4_HLEN_;
+		icmp[0] = 3; /* destination unreachable */
+		icmp[1] = 4; /* fragmentation needed */
+		st16(icmp + 6, (uint16_t)mtu);
+	}
+	memcpy(icmp + 8, ip, quote);
+	icmp_csum_set(oip, icmp, v6, 8u + quote);
+	dpflow_ctx_port_send(lb->ctx, lb->cfg.client_port, &idx, 1);
+}
+
 /* DSR: IP-in-IP or GUE toward backend @b, from its header template. */
-static bool encap(const struct lb_service *s, const struct lb_backend *b,
-		  struct dpflow_pool *pool, struct pkt_work *w)
+static bool encap(struct l4lb *lb, const struct lb_service *s,
+		  const struct lb_backend *b, struct dpflow_pool *pool,
+		  struct pkt_work *w)
 {
 	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
 	uint8_t in_v6 = m->outer.l3_type == DPFLOW_L3_IPV6;
@@ -344,9 +437,12 @@ static bool encap(const struct lb_service *s, const struct lb_backend *b,
 	uint8_t *f, *ip, *udp;
 	unsigned plen;
 
-	f = encap_room(pool, w->idx, m, hlen, &w->drop);
-	if (!f)
+	f = encap_room(pool, w->idx, m, hlen, lb->cfg.backend_mtu, &w->drop);
+	if (!f) {
+		if (w->drop == L4LB_DROP_TOO_BIG && lb->cfg.backend_mtu)
+			too_big(lb, pool, w, hlen - ETH_HLEN_);
 		return false;
+	}
 	/* constant sizes: the copies become a few moves */
 	switch (hlen) {
 	case ETH_HLEN_ + IPV4_HLEN_:
@@ -558,7 +654,7 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 			    b->cfg.addr.b,
 			    b->cfg.port ? b->cfg.port : w->key.dport);
 		eth_set(f, b->dst_mac, lb->cfg.backend_mac);
-	} else if (!encap(s, b, pool, w)) {
+	} else if (!encap(lb, s, b, pool, w)) {
 		return;
 	}
 	count_add(&sh->svc[w->svc].fwd, m->data_len, at);
@@ -606,20 +702,6 @@ static void do_reply(struct l4lb *lb, const struct lb_view *v,
 	w->drop = 0xff;
 }
 
-/* Full recompute of the ICMP(v6) checksum of the message at @l4. */
-static void icmp_csum_set(uint8_t *l3, uint8_t *l4, uint8_t v6, unsigned len)
-{
-	uint32_t sum = 0;
-
-	st16(l4 + 2, 0);
-	if (v6) {
-		sum = csum_add_bytes(0, l3 + 8, 32);
-		sum += IPPROTO_ICMPV6_ + len;
-	}
-	sum = csum_add_bytes(sum, l4, len);
-	st16(l4 + 2, (uint16_t)~csum_fold(sum));
-}
-
 /* An ICMP error about a flow: to the flow's backend. */
 static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 		    struct dpflow_pool *pool, struct pkt_work *w,
@@ -660,7 +742,7 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 		}
 		icmp_csum_set(l3, l4, v6, l4len);
 		eth_set(f, b->dst_mac, lb->cfg.backend_mac);
-	} else if (!encap(s, b, pool, w)) {
+	} else if (!encap(lb, s, b, pool, w)) {
 		return;
 	}
 	count_add(&sh->svc[w->svc].icmp, m->data_len, at);

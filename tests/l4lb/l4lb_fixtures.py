@@ -1168,6 +1168,67 @@ def group_sticky(tap, runner):
                   "%s:%s" % s for s in sorted(seen, key=str)), errs)
 
 
+def group_mtu(tap, runner):
+    """DSR packets too big for the backend MTU once encapsulated: dropped,
+    and the client told (ICMP frag needed / packet too big from the VIP)
+    when it asked not to fragment."""
+    svcs = [
+        {"name": "big4", "vip": "192.0.2.30", "proto": "tcp", "port": 80,
+         "mode": "ipip", "encap_src": "198.51.100.30",
+         "backends": [{"addr": "10.0.3.1", "mac": "02:00:00:00:03:01"}]},
+        {"name": "big6", "vip": "2001:db8::30", "proto": "tcp", "port": 80,
+         "mode": "ipip", "encap_src": "2001:db8:e::30",
+         "backends": [{"addr": "2001:db8:3::1",
+                       "mac": "02:00:00:00:03:02"}]}]
+    cli4, cli6 = "203.0.113.30", "2001:db8:c::30"
+
+    def v4(n, df, sport):
+        return client_frame(IP(src=cli4, dst="192.0.2.30", id=0x1234,
+                               flags="DF" if df else 0)
+                            / TCP(sport=sport, dport=80, flags="A")
+                            / Raw(b"x" * (n - 40)))
+
+    big_df, big_nodf, fits = v4(1490, True, 3001), v4(1490, False, 3002), \
+        v4(1480, True, 3003)
+    big6 = client_frame(IPv6(src=cli6, dst="2001:db8::30")
+                        / TCP(sport=3004, dport=80, flags="A")
+                        / Raw(b"y" * 1440))
+    r = runner.run("mtu", lb_config(svcs, backend_mtu=1500),
+                   [big_df, big_nodf, fits, big6])
+    if r.err:
+        tap.check("MTU: dpflow run", [(None, r.err)])
+        return
+    outs, couts = Outs(r.backend), Outs(r.client)
+    ip4 = raw(big_df[IP])
+    want4 = raw(Ether(dst=CGW, src=CMAC)
+                / IP(src="192.0.2.30", dst=cli4, ttl=64, id=0)
+                / ICMP(type=3, code=4, nexthopmtu=1480)
+                / Raw(ip4[:28]))
+    tap.check("MTU: a 1490-byte IPv4 packet with DF (1510 encapsulated, MTU "
+              "1500): ICMP frag needed, next-hop MTU 1480, from the VIP to "
+              "the client", match_errs(*couts.take(lambda g: want4)))
+    ip6 = raw(big6[IPv6])
+    want6 = raw(Ether(dst=CGW, src=CMAC)
+                / IPv6(src="2001:db8::30", dst=cli6, hlim=64)
+                / ICMPv6PacketTooBig(mtu=1460) / Raw(ip6[:1232]))
+    tap.check("MTU: a 1500-byte IPv6 packet (1540 encapsulated): ICMPv6 "
+              "packet too big, MTU 1460, quoting 1232 bytes",
+              match_errs(*couts.take(lambda g: want6)))
+    wantf = raw(Ether(dst="02:00:00:00:03:01", src=BMAC)
+                / IP(src="198.51.100.30", dst="10.0.3.1", ttl=64, id=0,
+                     flags="DF", proto=4, tos=0)
+                / fits[IP])
+    errs = match_errs(*outs.take(lambda g: wantf))
+    if len(r.backend) != 1 or len(r.client) != 2:
+        errs.append((None, "%d frames out the backend port, %d out the "
+                     "client port; want 1, 2" % (len(r.backend),
+                                                  len(r.client))))
+    errs += drop_errs(r, {"frame_too_big": 3})
+    tap.check("MTU: exactly 1500 encapsulated goes through; the three too "
+              "big are dropped (frame_too_big), no ICMP for IPv4 without "
+              "DF", errs)
+
+
 def main():
     if len(sys.argv) > 2:
         sys.stderr.write(__doc__)
@@ -1179,6 +1240,7 @@ def main():
         group_nat(tap, runner)
         group_dsr(tap, runner)
         group_dsr_family(tap, runner)
+        group_mtu(tap, runner)
         group_drops(tap, runner)
         group_spread(tap, runner)
         group_sticky(tap, runner)
