@@ -385,21 +385,8 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
-/* service="NAME",backend="ADDR:PORT" (names and addresses need no
- * escaping: service names are checked at add, addresses are printed) */
-static void backend_label(FILE *f, const char *svc,
-			  const struct l4lb_backend_info *bi)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	inet_ntop(bi->cfg.addr.v6 ? AF_INET6 : AF_INET, bi->cfg.addr.b, a,
-		  sizeof(a));
-	fprintf(f, "{service=\"%s\",backend=\"%s%s%s:%u\"}", svc,
-		bi->cfg.addr.v6 ? "[" : "", a, bi->cfg.addr.v6 ? "]" : "",
-		bi->cfg.port);
-}
-
-static void put_name(FILE *f, const char *s)
+/* A label value with \ and " escaped, newlines as spaces. */
+static void put_label(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\' || *s == '"')
@@ -408,76 +395,80 @@ static void put_name(FILE *f, const char *s)
 	}
 }
 
+/* NAME{service="SERVICE"[,dir="DIR"] VALUE */
+static void service_sample(FILE *f, const char *name, const char *svc,
+			   const char *dir, uint64_t v)
+{
+	fprintf(f, "%s{service=\"", name);
+	put_label(f, svc);
+	if (dir)
+		fprintf(f, "\",dir=\"%s", dir);
+	fprintf(f, "\"} %llu\n", (unsigned long long)v);
+}
+
+/* NAME{service="SERVICE",backend="ADDR:PORT"} VALUE */
+static void backend_sample(FILE *f, const char *name, const char *svc,
+			   const struct l4lb_backend_info *bi, uint64_t v)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	inet_ntop(bi->cfg.addr.v6 ? AF_INET6 : AF_INET, bi->cfg.addr.b, a,
+		  sizeof(a));
+	fprintf(f, "%s{service=\"", name);
+	put_label(f, svc);
+	fprintf(f, "\",backend=\"%s%s%s:%u\"} %llu\n",
+		bi->cfg.addr.v6 ? "[" : "", a, bi->cfg.addr.v6 ? "]" : "",
+		bi->cfg.port, (unsigned long long)v);
+}
+
 void l4lb_metrics_render(void *arg, FILE *f)
 {
 	static const char *const dirs[] = {"fwd", "reply", "icmp"};
+	static const char *const snames[] = {
+	    "dpflow_l4lb_service_packets_total",
+	    "dpflow_l4lb_service_bytes_total",
+	    "dpflow_l4lb_service_new_flows_total",
+	    "dpflow_l4lb_service_untracked_total"};
+	static const char *const shelp[] = {
+	    "packets of a service by direction: fwd (to a backend), reply "
+	    "(NAT, to the client), icmp (errors relayed)",
+	    "bytes of a service by direction",
+	    "flows given a backend by Maglev",
+	    "packets forwarded without a connection entry (table full)"};
 	const struct l4lb *lb = arg;
 	uint64_t d[L4LB_DROP__COUNT];
 	struct l4lb_conn_stats cs;
-	char svc[L4LB_SERVICES_MAX][L4LB_NAME_MAX * 2];
 	struct l4lb_service_stats st[L4LB_SERVICES_MAX];
-	bool used[L4LB_SERVICES_MAX];
+	const struct l4lb_service_cfg *cfg[L4LB_SERVICES_MAX];
 
 	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++) {
-		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, s);
-		FILE *m;
+		cfg[s] = l4lb_service_cfg(lb, s);
+		if (cfg[s])
+			l4lb_service_stats(lb, s, &st[s]);
+	}
+	for (unsigned k = 0; k < 4; k++) {
+		help(f, snames[k], "counter", shelp[k]);
+		for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++) {
+			if (!cfg[s])
+				continue;
+			if (k >= 2) {
+				service_sample(f, snames[k], cfg[s]->name, NULL,
+					       k == 2 ? st[s].new_flows
+						      : st[s].untracked);
+				continue;
+			}
+			for (unsigned dir = 0; dir < 3; dir++) {
+				const struct l4lb_counter *c =
+				    dir == 0   ? &st[s].fwd
+				    : dir == 1 ? &st[s].reply
+					       : &st[s].icmp;
 
-		used[s] = c != NULL;
-		if (!c)
-			continue;
-		l4lb_service_stats(lb, s, &st[s]);
-		m = fmemopen(svc[s], sizeof(svc[s]), "w");
-		if (m) {
-			put_name(m, c->name);
-			fputc(0, m);
-			fclose(m);
-		} else {
-			svc[s][0] = 0;
+				service_sample(f, snames[k], cfg[s]->name,
+					       dirs[dir],
+					       k ? c->bytes : c->pkts);
+			}
 		}
 	}
-	help(f, "dpflow_l4lb_service_packets_total", "counter",
-	     "packets of a service by direction: fwd (to a backend), reply "
-	     "(NAT, to the client), icmp (errors relayed to a backend)");
-	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++)
-		for (unsigned k = 0; used[s] && k < 3; k++) {
-			const struct l4lb_counter *c = k == 0	? &st[s].fwd
-						       : k == 1 ? &st[s].reply
-								: &st[s].icmp;
-
-			fprintf(f,
-				"dpflow_l4lb_service_packets_total{service="
-				"\"%s\",dir=\"%s\"} %llu\n",
-				svc[s], dirs[k], (unsigned long long)c->pkts);
-		}
-	help(f, "dpflow_l4lb_service_bytes_total", "counter",
-	     "bytes of a service by direction");
-	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++)
-		for (unsigned k = 0; used[s] && k < 3; k++) {
-			const struct l4lb_counter *c = k == 0	? &st[s].fwd
-						       : k == 1 ? &st[s].reply
-								: &st[s].icmp;
-
-			fprintf(f,
-				"dpflow_l4lb_service_bytes_total{service="
-				"\"%s\",dir=\"%s\"} %llu\n",
-				svc[s], dirs[k], (unsigned long long)c->bytes);
-		}
-	help(f, "dpflow_l4lb_service_new_flows_total", "counter",
-	     "flows given a backend by Maglev");
-	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++)
-		if (used[s])
-			fprintf(f,
-				"dpflow_l4lb_service_new_flows_total{service="
-				"\"%s\"} %llu\n",
-				svc[s], (unsigned long long)st[s].new_flows);
-	help(f, "dpflow_l4lb_service_untracked_total", "counter",
-	     "packets forwarded without a connection entry (table full)");
-	for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++)
-		if (used[s])
-			fprintf(f,
-				"dpflow_l4lb_service_untracked_total{service="
-				"\"%s\"} %llu\n",
-				svc[s], (unsigned long long)st[s].untracked);
 
 	static const char *const bnames[] = {
 	    "dpflow_l4lb_backend_packets_total",
@@ -501,7 +492,7 @@ void l4lb_metrics_render(void *arg, FILE *f)
 			struct l4lb_backend_info bi;
 			uint64_t v;
 
-			if (l4lb_backend_info(lb, b, &bi) || !used[bi.service])
+			if (l4lb_backend_info(lb, b, &bi) || !cfg[bi.service])
 				continue;
 			v = k == 0   ? bi.fwd.pkts
 			    : k == 1 ? bi.fwd.bytes
@@ -509,9 +500,8 @@ void l4lb_metrics_render(void *arg, FILE *f)
 			    : k == 3 ? bi.up
 			    : k == 4 ? bi.cfg.weight
 				     : bi.slots;
-			fputs(bnames[k], f);
-			backend_label(f, svc[bi.service], &bi);
-			fprintf(f, " %llu\n", (unsigned long long)v);
+			backend_sample(f, bnames[k], cfg[bi.service]->name, &bi,
+				       v);
 		}
 	}
 	l4lb_conn_stats_get(l4lb_conns((struct l4lb *)lb), &cs);
