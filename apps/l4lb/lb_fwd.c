@@ -702,6 +702,36 @@ static void do_reply(struct l4lb *lb, const struct lb_view *v,
 	w->drop = 0xff;
 }
 
+/*
+ * Translate the ICMP error @w (NAT): outer destination to @to; the quoted
+ * packet to @src:@sport -> @dst:@dport; the quoted and outer IPv4 header
+ * checksums and the ICMP checksum recomputed.
+ */
+static void icmp_translate(struct dpflow_pool *pool, const struct pkt_work *w,
+			   const uint8_t *to, const uint8_t *src,
+			   uint16_t sport, const uint8_t *dst, uint16_t dport)
+{
+	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	uint8_t *f = dpflow_pkt_data(pool, w->idx);
+	uint8_t *l3 = f + m->outer.l3_off, *l4 = f + m->outer.l4_off;
+	uint8_t *e = f + w->emb_off;
+	uint8_t v6 = w->key.v6;
+	unsigned alen = v6 ? 16 : 4;
+	unsigned ihl = v6 ? IPV6_HLEN_ : (e[0] & 0xfu) * 4u;
+
+	memcpy(l3 + (v6 ? 24 : 16), to, alen);
+	memcpy(e + (v6 ? 8 : 12), src, alen);
+	memcpy(e + (v6 ? 24 : 16), dst, alen);
+	st16(e + ihl, sport);
+	st16(e + ihl + 2, dport);
+	if (!v6) {
+		ipv4_csum_set(e, ihl);
+		ipv4_csum_set(l3, (l3[0] & 0xfu) * 4u);
+	}
+	icmp_csum_set(l3, l4, v6,
+		      m->outer.l3_off + m->outer.l3_len - m->outer.l4_off);
+}
+
 /* An ICMP error about a flow: to the flow's backend. */
 static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 		    struct dpflow_pool *pool, struct pkt_work *w,
@@ -721,27 +751,12 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 	}
 	b = &v->be[c.backend];
 	if (s->cfg.mode == L4LB_MODE_NAT) {
-		uint8_t *f = dpflow_pkt_data(pool, w->idx);
-		uint8_t *l3 = f + m->outer.l3_off, *l4 = f + m->outer.l4_off;
-		uint8_t *e = f + w->emb_off;
-		uint8_t v6 = w->key.v6;
-		unsigned alen = v6 ? 16 : 4;
-		unsigned ihl = v6 ? IPV6_HLEN_ : (e[0] & 0xfu) * 4u;
-		unsigned l4len =
-		    m->outer.l3_off + m->outer.l3_len - m->outer.l4_off;
-
-		/* outer: -> backend; embedded: backend:bport -> snat:port */
-		memcpy(l3 + (v6 ? 24 : 16), b->cfg.addr.b, alen);
-		memcpy(e + (v6 ? 8 : 12), b->cfg.addr.b, alen);
-		memcpy(e + (v6 ? 24 : 16), s->cfg.snat.b, alen);
-		st16(e + ihl, b->cfg.port ? b->cfg.port : w->key.dport);
-		st16(e + ihl + 2, c.snat_port);
-		if (!v6) {
-			ipv4_csum_set(e, ihl);
-			ipv4_csum_set(l3, (l3[0] & 0xfu) * 4u);
-		}
-		icmp_csum_set(l3, l4, v6, l4len);
-		eth_set(f, b->dst_mac, lb->cfg.backend_mac);
+		/* outer: -> backend; quoted: backend:bport -> snat:port */
+		icmp_translate(pool, w, b->cfg.addr.b, b->cfg.addr.b,
+			       b->cfg.port ? b->cfg.port : w->key.dport,
+			       s->cfg.snat.b, c.snat_port);
+		eth_set(dpflow_pkt_data(pool, w->idx), b->dst_mac,
+			lb->cfg.backend_mac);
 	} else if (!encap(lb, s, b, pool, w)) {
 		return;
 	}
@@ -761,13 +776,6 @@ static void do_icmp_reply(struct l4lb *lb, struct dpflow_pool *pool,
 {
 	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
 	struct l4lb_conn r, fc;
-	uint8_t *f = dpflow_pkt_data(pool, w->idx);
-	uint8_t *l3 = f + m->outer.l3_off, *l4 = f + m->outer.l4_off;
-	uint8_t *e = f + w->emb_off;
-	uint8_t v6 = w->key.v6;
-	unsigned alen = v6 ? 16 : 4;
-	unsigned ihl = v6 ? IPV6_HLEN_ : (e[0] & 0xfu) * 4u;
-	unsigned l4len = m->outer.l3_off + m->outer.l3_len - m->outer.l4_off;
 	uint32_t id;
 
 	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms, L4LB_CONN_FREE,
@@ -779,18 +787,11 @@ static void do_icmp_reply(struct l4lb *lb, struct dpflow_pool *pool,
 		return;
 	}
 	fc = *l4lb_conn_entry(lb->conns, r.peer);
-	/* outer: -> client; embedded: client:cport -> VIP:vport */
-	memcpy(l3 + (v6 ? 24 : 16), fc.key.src, alen);
-	memcpy(e + (v6 ? 8 : 12), fc.key.src, alen);
-	memcpy(e + (v6 ? 24 : 16), fc.key.dst, alen);
-	st16(e + ihl, fc.key.sport);
-	st16(e + ihl + 2, fc.key.dport);
-	if (!v6) {
-		ipv4_csum_set(e, ihl);
-		ipv4_csum_set(l3, (l3[0] & 0xfu) * 4u);
-	}
-	icmp_csum_set(l3, l4, v6, l4len);
-	eth_set(f, lb->cfg.client_gw_mac, lb->cfg.client_mac);
+	/* outer: -> client; quoted: client:cport -> VIP:vport */
+	icmp_translate(pool, w, fc.key.src, fc.key.src, fc.key.sport,
+		       fc.key.dst, fc.key.dport);
+	eth_set(dpflow_pkt_data(pool, w->idx), lb->cfg.client_gw_mac,
+		lb->cfg.client_mac);
 	if (fc.service < L4LB_SERVICES_MAX)
 		count_add(&sh->svc[fc.service].icmp, m->data_len, at);
 	w->kind = K_REPLY; /* leaves by the client port */
