@@ -112,13 +112,6 @@ uint16_t lb_snat_lookup(const struct lb_view *v, const uint8_t dst[16],
 	return SVC_NONE;
 }
 
-static inline void key_set(struct l4lb_conn_key *k, const uint8_t *src,
-			   const uint8_t *dst, uint8_t v6, uint16_t sport,
-			   uint16_t dport, uint8_t proto)
-{
-	l4lb_conn_key_set(k, src, dst, v6, sport, dport, proto);
-}
-
 /* State a packet of the client's direction moves its flow to. */
 static uint8_t fwd_state(uint8_t proto, uint8_t flags, bool creating)
 {
@@ -164,22 +157,20 @@ static uint8_t icmp_classify(const struct lb_view *v, const uint8_t *f,
 	esrc = ev6 ? e + 8 : e + 12;
 	edst = ev6 ? e + 24 : e + 16;
 	w->emb_off = (uint16_t)off;
-	/* embedded VIP:vport -> client:cport: the client side's error */
+	/* the quoted packet reversed: the key of the direction it answers */
+	l4lb_conn_key_set(&w->key, edst, esrc, ev6, ld16(e + ihl + 2),
+			  ld16(e + ihl), proto);
+	/* quoted VIP:vport -> client:cport: the client side's error, about
+	 * the flow's forward key */
 	w->svc = lb_svc_lookup(v, esrc, ev6, proto, ld16(e + ihl));
 	if (w->svc != SVC_NONE &&
-	    !memcmp(v->svc[w->svc].cfg.vip.b, o->dst, ev6 ? 16 : 4)) {
-		key_set(&w->key, edst, esrc, ev6, ld16(e + ihl + 2),
-			ld16(e + ihl), proto);
+	    !memcmp(v->svc[w->svc].cfg.vip.b, o->dst, ev6 ? 16 : 4))
 		return K_ICMP;
-	}
-	/* embedded snat:port -> backend:bport, the error sent to the SNAT
-	 * address: the flow's reply key */
+	/* quoted snat:port -> backend:bport, sent to the SNAT address:
+	 * about the flow's reply key */
 	if (!memcmp(esrc, o->dst, ev6 ? 16 : 4) &&
-	    lb_snat_lookup(v, o->dst, ev6) != SVC_NONE) {
-		key_set(&w->key, edst, esrc, ev6, ld16(e + ihl + 2),
-			ld16(e + ihl), proto);
+	    lb_snat_lookup(v, o->dst, ev6) != SVC_NONE)
 		return K_ICMP_REPLY;
-	}
 	return K_DROP;
 }
 
@@ -204,16 +195,14 @@ static void classify(const struct l4lb *lb, const struct lb_view *v,
 		w->svc = lb_svc_lookup(v, o->dst, v6, o->proto, o->dport);
 		if (w->svc != SVC_NONE) {
 			w->kind = K_FWD;
-			key_set(&w->key, o->src, o->dst, v6, o->sport, o->dport,
-				o->proto);
 		} else if (lb_snat_lookup(v, o->dst, v6) != SVC_NONE) {
 			w->kind = K_REPLY;
-			key_set(&w->key, o->src, o->dst, v6, o->sport, o->dport,
-				o->proto);
 		} else {
 			w->drop = L4LB_DROP_NO_SERVICE;
 			return;
 		}
+		l4lb_conn_key_set(&w->key, o->src, o->dst, v6, o->sport,
+				  o->dport, o->proto);
 	} else if (o->l4_type == DPFLOW_L4_ICMP ||
 		   o->l4_type == DPFLOW_L4_ICMPV6) {
 		w->kind = icmp_classify(v, dpflow_pkt_data(pool, w->idx), m, w);
@@ -539,8 +528,8 @@ static bool snat_bind(struct l4lb *lb, const struct lb_service *s,
 		uint64_t rh;
 		uint32_t rid;
 
-		key_set(&rc.key, b->cfg.addr.b, s->cfg.snat.b, b->cfg.addr.v6,
-			bport, p, w->key.proto);
+		l4lb_conn_key_set(&rc.key, b->cfg.addr.b, s->cfg.snat.b,
+				  b->cfg.addr.v6, bport, p, w->key.proto);
 		rh = l4lb_conn_hash(&rc.key);
 		rid = l4lb_conn_insert(lb->conns, &rc, rh, now_ms, state);
 		if (rid == L4LB_CONN_NONE)
