@@ -113,8 +113,7 @@ uint64_t l4lb_cpu_pass(struct l4lb_cpu *c, uint32_t lo, uint32_t hi)
 	return i - lo;
 }
 
-/* The ones' complement sum of @n bytes (big-endian words) plus @sum. */
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, unsigned n)
+uint32_t l4lb_csum_add(uint32_t sum, const uint8_t *p, unsigned n)
 {
 	for (unsigned i = 0; i + 1 < n; i += 2)
 		sum += (uint32_t)p[i] << 8 | p[i + 1];
@@ -123,7 +122,7 @@ static uint32_t csum_add(uint32_t sum, const uint8_t *p, unsigned n)
 	return sum;
 }
 
-static uint16_t csum_fold(uint32_t sum)
+uint16_t l4lb_csum_fold(uint32_t sum)
 {
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
@@ -142,11 +141,11 @@ static const char *frame_wrong(const uint8_t *f, uint32_t want_dst)
 
 	if (dst != want_dst)
 		return "destination address";
-	if (csum_fold(csum_add(0, ip, 20)) != 0xffff)
+	if (l4lb_csum_fold(l4lb_csum_add(0, ip, 20)) != 0xffff)
 		return "IPv4 checksum";
-	sum = csum_add(0, ip + 12, 8); /* the pseudo header's addresses */
+	sum = l4lb_csum_add(0, ip + 12, 8); /* the pseudo header's addresses */
 	sum += 6 + tcp_len;
-	if (csum_fold(csum_add(sum, tcp, tcp_len)) != 0xffff)
+	if (l4lb_csum_fold(l4lb_csum_add(sum, tcp, tcp_len)) != 0xffff)
 		return "TCP checksum";
 	return NULL;
 }

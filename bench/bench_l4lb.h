@@ -43,6 +43,11 @@ uint64_t l4lb_cpu_pass(struct l4lb_cpu *c, uint32_t lo, uint32_t hi);
  */
 int l4lb_cpu_check(struct l4lb_cpu *c);
 
+/* The ones' complement sum of @n bytes (big-endian words) plus @sum, and
+ * its fold to 16 bits: the benchmarks' own checksum checks. */
+uint32_t l4lb_csum_add(uint32_t sum, const uint8_t *p, unsigned n);
+uint16_t l4lb_csum_fold(uint32_t sum);
+
 /*
  * @workers threads over equal slices of the packets for @seconds, best of
  * @trials: packets per second of the whole, and TSC cycles per packet of

@@ -26,6 +26,7 @@
 #include "dpflow/dpflow.h"
 
 #include "bench.h"
+#include "bench_l4lb.h"
 #include "bench_l4lb_app.h"
 #include "l4lb/l4lb.h"
 
@@ -157,22 +158,6 @@ static uint64_t pass(struct app_bench *a, uint32_t lo, uint32_t hi,
 	return i - lo;
 }
 
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, unsigned n)
-{
-	for (unsigned i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		sum += (uint32_t)p[n - 1] << 8;
-	return sum;
-}
-
-static uint16_t fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 /* backend of each flow from the first pass; UINT32_MAX: none yet */
 static uint32_t *flow_backend;
 static uint32_t *backend_flows;
@@ -184,7 +169,7 @@ static int64_t check_frame(struct app_bench *a, uint32_t frame_i,
 	const uint8_t *ip = f + 14, *in = a->frame[frame_i];
 	uint32_t dst;
 
-	if (fold(csum_add(0, ip, 20)) != 0xffff)
+	if (l4lb_csum_fold(l4lb_csum_add(0, ip, 20)) != 0xffff)
 		return -1;
 	dst = (uint32_t)ip[16] << 24 | ip[17] << 16 | ip[18] << 8 | ip[19];
 	if (dst < backend_addr(0) || dst > backend_addr(a->p.backends - 1))
@@ -192,9 +177,9 @@ static int64_t check_frame(struct app_bench *a, uint32_t frame_i,
 	if (a->mode == L4LB_MODE_NAT) {
 		const uint8_t *tcp = ip + 20;
 		unsigned tlen = (unsigned)(ip[2] << 8 | ip[3]) - 20;
-		uint32_t sum = csum_add(0, ip + 12, 8) + 6 + tlen;
+		uint32_t sum = l4lb_csum_add(0, ip + 12, 8) + 6 + tlen;
 
-		if (fold(csum_add(sum, tcp, tlen)) != 0xffff ||
+		if (l4lb_csum_fold(l4lb_csum_add(sum, tcp, tlen)) != 0xffff ||
 		    memcmp(ip + 12, snat, 4) || (tcp[0] << 8 | tcp[1]) < 1024 ||
 		    (tcp[2] << 8 | tcp[3]) != 8080 ||
 		    memcmp(tcp + 4, in + 14 + 20 + 4, 12)) /* seq .. window */
