@@ -132,6 +132,8 @@ enum l4lb_drop {
 };
 
 const char *l4lb_drop_name(unsigned d);
+/* "nat", "ipip" or "gue". */
+const char *l4lb_mode_name(unsigned mode);
 
 struct l4lb_counter {
 	uint64_t pkts;

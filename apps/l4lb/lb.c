@@ -696,7 +696,7 @@ struct l4lb_conn_table *l4lb_conns(struct l4lb *lb)
 	return lb->conns;
 }
 
-static const char *mode_name(uint8_t m)
+const char *l4lb_mode_name(unsigned m)
 {
 	return m == L4LB_MODE_NAT    ? "nat"
 	       : m == L4LB_MODE_IPIP ? "ipip"
@@ -724,7 +724,7 @@ void l4lb_print(const struct l4lb *lb, FILE *f)
 		    " bytes, reply %" PRIu64 " pkts, icmp %" PRIu64
 		    ", new flows %" PRIu64 ", untracked %" PRIu64 "\n",
 		    c->name, c->proto == 6 ? "tcp" : "udp", a, c->port,
-		    mode_name(c->mode), st.fwd.pkts, st.fwd.bytes,
+		    l4lb_mode_name(c->mode), st.fwd.pkts, st.fwd.bytes,
 		    st.reply.pkts, st.icmp.pkts, st.new_flows, st.untracked);
 		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
 			struct l4lb_backend_info bi;

@@ -37,13 +37,6 @@ static json_t *addr_json(const struct l4lb_addr *a)
 	return json_string(s);
 }
 
-static const char *mode_str(uint8_t m)
-{
-	return m == L4LB_MODE_NAT    ? "nat"
-	       : m == L4LB_MODE_IPIP ? "ipip"
-				     : "gue";
-}
-
 static json_t *services_json(const struct l4lb *lb)
 {
 	json_t *list = json_array(), *drops = json_object(), *o;
@@ -80,7 +73,7 @@ static json_t *services_json(const struct l4lb *lb)
 		    json_pack("{s:s,s:o,s:s,s:i,s:s,s:o,s:o,s:o,s:I,s:I,s:o}",
 			      "name", c->name, "vip", addr_json(&c->vip),
 			      "proto", c->proto == 6 ? "tcp" : "udp", "port",
-			      c->port, "mode", mode_str(c->mode), "fwd",
+			      c->port, "mode", l4lb_mode_name(c->mode), "fwd",
 			      counter_json(&st.fwd), "reply",
 			      counter_json(&st.reply), "icmp",
 			      counter_json(&st.icmp), "new_flows",

@@ -137,39 +137,6 @@ static void show(json_t *r)
 	    "drop %s: %llu\n", key, (unsigned long long)json_integer_value(v));
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (n + 4096 > cap) {
-			char *nb = realloc(buf, cap = cap * 2 + 8192);
-
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-		}
-		size_t r = fread(buf + n, 1, cap - n - 1, f);
-
-		n += r;
-		if (!r)
-			break;
-	}
-	if (f != stdin)
-		fclose(f);
-	if (buf)
-		buf[n] = 0;
-	*len = n;
-	return buf;
-}
-
 /* Send @req (taken) and report; 0 or an exit status. */
 static int call(json_t *req, bool print)
 {
@@ -219,12 +186,9 @@ int cmd_l4lb(int argc, char **argv)
 
 		if (argc != 3)
 			return usage_err("service-add FILE");
-		text = slurp(argv[2], &len);
-		if (!text) {
-			fprintf(stderr, "dpflowctl l4lb: cannot read %s\n",
-				argv[2]);
+		text = read_file(argv[2], &len);
+		if (!text)
 			return EXIT_FAIL;
-		}
 		svc = yaml_to_json(text, len, argv[2], why, sizeof(why));
 		free(text);
 		if (!svc) {

@@ -36,6 +36,10 @@ json_t *client_call_raw(json_t *req);
 json_t *yaml_to_json(const char *text, size_t len, const char *name, char *why,
 		     size_t why_len);
 
+/* main.c: the whole of file @path ("-": standard input), not
+ * NUL-terminated, its size in *@len; NULL with a message on stderr. */
+char *read_file(const char *path, size_t *len);
+
 /* cmd_l4lb.c: `dpflowctl l4lb ...` (@argv[0] is "l4lb"); an exit status */
 int cmd_l4lb(int argc, char **argv);
 

@@ -366,7 +366,7 @@ static int entries_list(const char *pipe, bool json)
 	return 0;
 }
 
-static char *read_file(const char *path, size_t *len)
+char *read_file(const char *path, size_t *len)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 	char *data = NULL;
