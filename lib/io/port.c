@@ -73,6 +73,26 @@ int port_arg_need_value(const struct port_args *args, const struct port_arg *a,
 				a->key, a->key, args->uri);
 }
 
+int port_arg_u64(const struct port_args *args, const struct port_arg *a,
+		 const char *field, uint64_t lo, uint64_t hi, uint64_t *out,
+		 struct dpflow_error *err)
+{
+	char *end;
+	unsigned long long v;
+
+	if (port_arg_need_value(args, a, field, err))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(a->val, &end, 0);
+	if (errno || *end || a->val[0] == '-' || v < lo || v > hi)
+		return dpflow_error_set(
+		    err, EINVAL, field, "%s: %s=%s: a number from %llu to %llu",
+		    args->uri, a->key, a->val, (unsigned long long)lo,
+		    (unsigned long long)hi);
+	*out = v;
+	return 0;
+}
+
 int port_arg_once(const struct port_args *args, const struct port_arg *a,
 		  const char *field, bool *seen, struct dpflow_error *err)
 {

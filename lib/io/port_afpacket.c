@@ -512,27 +512,6 @@ static void afp_close(struct dpflow_port *port)
 	}
 }
 
-/* An unsigned argument in [lo, hi]; 0 or -EINVAL with @err. */
-static int afp_arg_u64(const struct port_args *args, const struct port_arg *a,
-		       const char *field, uint64_t lo, uint64_t hi,
-		       uint64_t *out, struct dpflow_error *err)
-{
-	char *end;
-	unsigned long long v;
-
-	if (port_arg_need_value(args, a, field, err))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(a->val, &end, 0);
-	if (errno || *end || a->val[0] == '-' || v < lo || v > hi)
-		return dpflow_error_set(
-		    err, EINVAL, field, "%s: %s=%s: a number from %llu to %llu",
-		    args->uri, a->key, a->val, (unsigned long long)lo,
-		    (unsigned long long)hi);
-	*out = v;
-	return 0;
-}
-
 static int afp_open(struct dpflow_port *port, const struct port_args *args,
 		    struct dpflow_error *err)
 {
@@ -559,24 +538,25 @@ static int afp_open(struct dpflow_port *port, const struct port_args *args,
 		}
 		if (!strcmp(a->key, "queues"))
 			rc = port_arg_once(args, a, "queues", &seen[0], err) ||
-			     afp_arg_u64(args, a, "queues", 1, AFP_QUEUES_MAX,
-					 &queues, err);
+			     port_arg_u64(args, a, "queues", 1, AFP_QUEUES_MAX,
+					  &queues, err);
 		else if (!strcmp(a->key, "blocks"))
 			rc = port_arg_once(args, a, "blocks", &seen[1], err) ||
-			     afp_arg_u64(args, a, "blocks", 2, 65536, &blocks,
-					 err);
+			     port_arg_u64(args, a, "blocks", 2, 65536, &blocks,
+					  err);
 		else if (!strcmp(a->key, "block_size"))
 			rc = port_arg_once(args, a, "block_size", &seen[2],
 					   err) ||
-			     afp_arg_u64(args, a, "block_size", 4096,
-					 AFP_BLOCK_SIZE_MAX, &bsize, err);
+			     port_arg_u64(args, a, "block_size", 4096,
+					  AFP_BLOCK_SIZE_MAX, &bsize, err);
 		else if (!strcmp(a->key, "fanout"))
 			rc = port_arg_once(args, a, "fanout", &seen[3], err) ||
-			     afp_arg_u64(args, a, "fanout", 1, 65535, &fanout,
-					 err);
+			     port_arg_u64(args, a, "fanout", 1, 65535, &fanout,
+					  err);
 		else if (!strcmp(a->key, "txtime"))
-			rc = port_arg_once(args, a, "txtime", &seen[4], err) ||
-			     afp_arg_u64(args, a, "txtime", 0, 1, &txtime, err);
+			rc =
+			    port_arg_once(args, a, "txtime", &seen[4], err) ||
+			    port_arg_u64(args, a, "txtime", 0, 1, &txtime, err);
 		else
 			rc = port_arg_unknown(args, a, err);
 		if (rc)

@@ -370,17 +370,10 @@ static int afx_arg_u32(const struct port_args *args, const struct port_arg *a,
 		       const char *field, uint32_t lo, uint32_t hi,
 		       uint32_t *out, struct dpflow_error *err)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	if (port_arg_need_value(args, a, field, err))
+	if (port_arg_u64(args, a, field, lo, hi, &v, err))
 		return -EINVAL;
-	errno = 0;
-	v = strtoull(a->val, &end, 0);
-	if (errno || *end || a->val[0] == '-' || v < lo || v > hi)
-		return dpflow_error_set(err, EINVAL, field,
-					"%s: %s=%s: a number from %u to %u",
-					args->uri, a->key, a->val, lo, hi);
 	*out = (uint32_t)v;
 	return 0;
 }

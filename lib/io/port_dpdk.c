@@ -408,27 +408,6 @@ static int eal_ensure(const char *eal_arg, const char *dev, bool pci,
 
 /* ---- open and close ----------------------------------------------------- */
 
-/* An unsigned argument in [lo, hi]; 0 or -EINVAL with @err. */
-static int dpdk_arg_u64(const struct port_args *args, const struct port_arg *a,
-			const char *field, uint64_t lo, uint64_t hi,
-			uint64_t *out, struct dpflow_error *err)
-{
-	char *end;
-	unsigned long long v;
-
-	if (port_arg_need_value(args, a, field, err))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(a->val, &end, 0);
-	if (errno || *end || a->val[0] == '-' || v < lo || v > hi)
-		return dpflow_error_set(
-		    err, EINVAL, field, "%s: %s=%s: a number from %llu to %llu",
-		    args->uri, a->key, a->val, (unsigned long long)lo,
-		    (unsigned long long)hi);
-	*out = v;
-	return 0;
-}
-
 /* Is @key (with a value) in the devargs @spec ("name,k=v,k=v")? */
 static bool spec_has(const char *spec, const char *key, const char *val)
 {
@@ -687,24 +666,24 @@ static int dpdk_open(struct dpflow_port *port, const struct port_args *args,
 
 		if (!strcmp(a->key, "queues"))
 			rc = port_arg_once(args, a, "queues", &seen[0], err) ||
-			     dpdk_arg_u64(args, a, "queues", 1, DPDK_QUEUES_MAX,
+			     port_arg_u64(args, a, "queues", 1, DPDK_QUEUES_MAX,
 					  &queues, err);
 		else if (!strcmp(a->key, "rxd"))
 			rc = port_arg_once(args, a, "rxd", &seen[1], err) ||
-			     dpdk_arg_u64(args, a, "rxd", 1, DPDK_DESC_MAX,
+			     port_arg_u64(args, a, "rxd", 1, DPDK_DESC_MAX,
 					  &rxd, err);
 		else if (!strcmp(a->key, "txd"))
 			rc = port_arg_once(args, a, "txd", &seen[2], err) ||
-			     dpdk_arg_u64(args, a, "txd", 1, DPDK_DESC_MAX,
+			     port_arg_u64(args, a, "txd", 1, DPDK_DESC_MAX,
 					  &txd, err);
 		else if (!strcmp(a->key, "mbufs"))
 			rc = port_arg_once(args, a, "mbufs", &seen[3], err) ||
-			     dpdk_arg_u64(args, a, "mbufs", DPDK_MBUFS_MIN,
+			     port_arg_u64(args, a, "mbufs", DPDK_MBUFS_MIN,
 					  DPDK_MBUFS_MAX, &mbufs, err);
 		else if (!strcmp(a->key, "txtime"))
 			rc =
 			    port_arg_once(args, a, "txtime", &seen[4], err) ||
-			    dpdk_arg_u64(args, a, "txtime", 0, 1, &txtime, err);
+			    port_arg_u64(args, a, "txtime", 0, 1, &txtime, err);
 		else if (!strcmp(a->key, "eal")) {
 			rc = port_arg_once(args, a, "eal", &seen[5], err) ||
 			     port_arg_need_value(args, a, "eal", err);

@@ -146,26 +146,6 @@ static void gen_close(struct dpflow_port *port)
 	p->q = NULL;
 }
 
-static int gen_arg_u64(const struct port_args *args, const struct port_arg *a,
-		       const char *field, uint64_t lo, uint64_t hi,
-		       uint64_t *out, struct dpflow_error *err)
-{
-	char *end;
-	unsigned long long v;
-
-	if (port_arg_need_value(args, a, field, err))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(a->val, &end, 0);
-	if (errno || *end || a->val[0] == '-' || v < lo || v > hi)
-		return dpflow_error_set(
-		    err, EINVAL, field, "%s: %s=%s: a number from %llu to %llu",
-		    args->uri, a->key, a->val, (unsigned long long)lo,
-		    (unsigned long long)hi);
-	*out = v;
-	return 0;
-}
-
 /* Build the templates from @prof. */
 static int gen_build(struct port_gen *p, const struct dpflow_gen_profile *prof,
 		     uint64_t templates, const struct port_args *args,
@@ -233,17 +213,17 @@ static int gen_open(struct dpflow_port *port, const struct port_args *args,
 			rc = port_arg_once(args, a, "loop", &seen[0], err);
 		else if (!strcmp(a->key, "queues"))
 			rc = port_arg_once(args, a, "queues", &seen[1], err) ||
-			     gen_arg_u64(args, a, "queues", 1, GEN_QUEUES_MAX,
-					 &queues, err);
+			     port_arg_u64(args, a, "queues", 1, GEN_QUEUES_MAX,
+					  &queues, err);
 		else if (!strcmp(a->key, "rate"))
 			rc = port_arg_once(args, a, "rate", &seen[2], err) ||
-			     gen_arg_u64(args, a, "rate", 1, 1ull << 40, &rate,
-					 err);
+			     port_arg_u64(args, a, "rate", 1, 1ull << 40, &rate,
+					  err);
 		else if (!strcmp(a->key, "templates"))
 			rc = port_arg_once(args, a, "templates", &seen[3],
 					   err) ||
-			     gen_arg_u64(args, a, "templates", 1,
-					 GEN_TEMPLATES_MAX, &templates, err);
+			     port_arg_u64(args, a, "templates", 1,
+					  GEN_TEMPLATES_MAX, &templates, err);
 		else if (a->val)
 			rc = dpflow_gen_profile_set(&prof, a->key, a->val, err);
 		else

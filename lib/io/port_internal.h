@@ -135,6 +135,10 @@ int port_arg_unknown(const struct port_args *args, const struct port_arg *a,
 /* @a ("key=val") must carry a non-empty value. */
 int port_arg_need_value(const struct port_args *args, const struct port_arg *a,
 			const char *field, struct dpflow_error *err);
+/* @a's value, a number (decimal, 0x hex or 0 octal) in [@lo, @hi]. */
+int port_arg_u64(const struct port_args *args, const struct port_arg *a,
+		 const char *field, uint64_t lo, uint64_t hi, uint64_t *out,
+		 struct dpflow_error *err);
 /* @a must be the first of @field: *@seen is set, a second one fails. */
 int port_arg_once(const struct port_args *args, const struct port_arg *a,
 		  const char *field, bool *seen, struct dpflow_error *err);
