@@ -194,6 +194,18 @@ static bool account(const struct lb_service *s, struct lb_health *h, bool ok,
 	return up && h->fails >= s->cfg.health.fall;
 }
 
+/* Count check result @ok of backend @b; take it down or up when that
+ * flips its state. True when it did (a commit is due). */
+static bool report(struct l4lb *lb, const struct lb_service *s,
+		   const struct lb_backend *be, uint32_t b, bool ok)
+{
+	if (!account(s, &lb->health[b], ok, be->up))
+		return false;
+	log_flip(s, be, ok);
+	l4lb_backend_set_up(lb, b, ok, NULL);
+	return true;
+}
+
 void l4lb_health_tick(struct l4lb *lb, uint64_t now)
 {
 	const struct lb_view *v = lb->view;
@@ -212,31 +224,20 @@ void l4lb_health_tick(struct l4lb *lb, uint64_t now)
 
 		if (!be->used || !s->used ||
 		    s->cfg.health.kind == L4LB_HEALTH_NONE) {
-			if (h->fd >= 0)
-				close(h->fd);
-			memset(h, 0, sizeof(*h));
-			h->fd = -1;
+			lb_health_reset(lb, b);
 			continue;
 		}
 		if (h->phase == H_IDLE && now >= h->next_at) {
 			check_start(s, be, h, now);
 			if (h->phase == H_IDLE) { /* could not even start */
-				if (account(s, h, false, be->up)) {
-					log_flip(s, be, false);
-					l4lb_backend_set_up(lb, b, false, NULL);
-					changed = true;
-				}
+				changed |= report(lb, s, be, b, false);
 				continue;
 			}
 		}
 		if (h->phase == H_IDLE)
 			continue;
 		if (now >= h->deadline) {
-			if (account(s, h, false, be->up)) {
-				log_flip(s, be, false);
-				l4lb_backend_set_up(lb, b, false, NULL);
-				changed = true;
-			}
+			changed |= report(lb, s, be, b, false);
 			continue;
 		}
 		pfd[n].fd = h->fd;
@@ -254,13 +255,8 @@ void l4lb_health_tick(struct l4lb *lb, uint64_t now)
 			if (!pfd[i].revents)
 				continue;
 			r = check_step(s, be, &hs[b], pfd[i].revents);
-			if (!r)
-				continue;
-			if (account(s, &hs[b], r > 0, be->up)) {
-				log_flip(s, be, r > 0);
-				l4lb_backend_set_up(lb, b, r > 0, NULL);
-				changed = true;
-			}
+			if (r)
+				changed |= report(lb, s, be, b, r > 0);
 		}
 	}
 	if (changed) {
