@@ -19,6 +19,9 @@
  * sets, since a commit replaces every entry in one batch */
 #define ROOT_ADDRS     (2u * L4LB_SERVICES_MAX)
 #define ROOT_PIPE_SIZE (2u * ROOT_ADDRS)
+DPFLOW_STATIC_ASSERT(sizeof(((struct l4lb *)0)->vip_entry) ==
+			 4 * ROOT_PIPE_SIZE * sizeof(struct dpflow_entry *),
+		     "a handle for every slot of the four root pipes");
 
 static const uint8_t zero_mac[6];
 
@@ -486,8 +489,10 @@ static void addr_entry(const struct l4lb_addr *a, struct dpflow_entry_cfg *e)
 	memcpy(e->key, a->b, a->v6 ? 16 : 4);
 }
 
-/* Replace the root pipes' entries with @v's VIP and SNAT addresses. */
+/* Replace the root pipes' entries with @v's VIP and SNAT addresses:
+ * queue the removals and the adds, the new handles into @added. */
 static int roots_update(struct l4lb *lb, const struct lb_view *v,
+			struct dpflow_entry *added[2][2][ROOT_PIPE_SIZE],
 			struct dpflow_error *err)
 {
 	struct l4lb_addr addrs[ROOT_ADDRS];
@@ -520,30 +525,24 @@ static int roots_update(struct l4lb *lb, const struct lb_view *v,
 			    dpflow_entry_remove(lb->q, ents[i], NULL))
 				return dpflow_error_set(err, ENOSPC, NULL,
 							"entry queue full");
-		for (unsigned i = 0; i < n; i++) {
+		for (unsigned i = 0, k = 0; i < n; i++) {
 			struct dpflow_entry_cfg e;
 
 			if (addrs[i].v6 != r % 2)
 				continue;
 			addr_entry(&addrs[i], &e);
-			if (!dpflow_entry_add(lb->q, pipe, &e, NULL, err))
+			added[r / 2][r % 2][k] =
+			    dpflow_entry_add(lb->q, pipe, &e, NULL, err);
+			if (!added[r / 2][r % 2][k++])
 				return err->code ? -err->code : -ENOSPC;
 		}
 	}
 	return 0;
 }
 
-static void on_entry(struct dpflow_entry *e, int status,
-		     const struct dpflow_error *err, void *user)
-{
-	(void)e;
-	(void)status;
-	(void)err;
-	(void)user;
-}
-
 int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
 {
+	struct dpflow_entry *added[2][2][ROOT_PIPE_SIZE] = {0};
 	struct lb_view *v = lb->next, *old;
 	int rc;
 
@@ -563,28 +562,12 @@ int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
 			lb_encap_template(&v->be[b],
 					  &v->svc[v->be[b].service].cfg,
 					  lb->cfg.backend_mac);
-	rc = roots_update(lb, v, err);
+	rc = roots_update(lb, v, added, err);
 	if (rc == 0)
-		rc = dpflow_entries_process(lb->q, on_entry, err);
+		rc = dpflow_entries_process(lb->q, NULL, err);
 	if (rc)
 		goto undo;
-	/* the handles of the entries now in the root pipes */
-	memset(lb->vip_entry, 0, sizeof(lb->vip_entry));
-	for (unsigned r = 0; r < 4; r++) {
-		struct dpflow_pipe *pipe = lb->root[r / 2][r % 2];
-		unsigned k = 0;
-
-		if (!pipe)
-			continue;
-		for (uint32_t slot = 0; slot < ROOT_PIPE_SIZE; slot++) {
-			const struct dpflow_entry *e =
-			    dpflow_pipe_entry(pipe, slot);
-
-			if (e)
-				lb->vip_entry[r / 2][r % 2][k++] =
-				    (struct dpflow_entry *)e;
-		}
-	}
+	memcpy(lb->vip_entry, added, sizeof(lb->vip_entry));
 	old = lb->view;
 	__atomic_store_n(&lb->view, v, __ATOMIC_RELEASE);
 	lb->next = NULL;
