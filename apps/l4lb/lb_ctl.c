@@ -423,8 +423,7 @@ void l4lb_metrics_render(void *arg, FILE *f)
 	    "dpflow_l4lb_service_new_flows_total",
 	    "dpflow_l4lb_service_untracked_total"};
 	static const char *const shelp[] = {
-	    "packets of a service by direction: fwd (to a backend), reply "
-	    "(NAT, to the client), icmp (errors relayed)",
+	    "packets of a service: dir fwd, reply (NAT) or icmp (relayed)",
 	    "bytes of a service by direction",
 	    "flows given a backend by Maglev",
 	    "packets forwarded without a connection entry (table full)"};
