@@ -237,6 +237,23 @@ void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
 					     (unsigned)__builtin_ctz(m)]);
 }
 
+/*
+ * A hit on way @w moves it to @st and refreshes its stamp, unless neither
+ * changes much: the state stays and the stamp is younger than 1/2^
+ * L4LB_CONN_REFRESH_SHIFT of the state's timeout. Most hits then leave
+ * the bucket line clean (no write back to memory for a line that is
+ * read at random among hundreds of megabytes). Lock held.
+ */
+static inline void refresh(struct l4lb_conn_table *ct, struct conn_bucket *bk,
+			   unsigned w, uint32_t now_ms, uint8_t st)
+{
+	uint32_t old = bk->stamp[w];
+	uint32_t due = ct->timeout[STATE_OF(old)] >> L4LB_CONN_REFRESH_SHIFT;
+
+	if (STATE_OF(old) != st || age_of(old, now_ms) >= due)
+		bk->stamp[w] = STAMP(now_ms, st);
+}
+
 static int find_way(struct l4lb_conn_table *ct, uint32_t b,
 		    const struct l4lb_conn_key *k, uint32_t sig,
 		    uint32_t now_ms)
@@ -276,7 +293,7 @@ uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
 			*out = ct->entries[id];
 			out->state = (uint8_t)STATE_OF(bk->stamp[w]);
 		}
-		bk->stamp[w] = STAMP(now_ms, st);
+		refresh(ct, bk, (unsigned)w, now_ms, st);
 	}
 	lock_give(ct, lock_of(b));
 	return id;
@@ -295,7 +312,7 @@ uint8_t l4lb_conn_touch(struct l4lb_conn_table *ct, uint32_t id,
 		if (state != L4LB_CONN_FREE &&
 		    !(st == L4LB_CONN_CLOSING && state != L4LB_CONN_CLOSING))
 			st = state;
-		bk->stamp[w] = STAMP(now_ms, st);
+		refresh(ct, bk, w, now_ms, st);
 	}
 	lock_give(ct, lock_of(b));
 	return st;

@@ -16,6 +16,11 @@
  * and counted as refused); a new established flow replaces the least
  * recently used flow of its bucket, half-open ones first. Entries expire
  * lazily: an entry older than its state's timeout is free for reuse.
+ * A hit refreshes an entry's last use only when the state changes or the
+ * stamp is at least 1/32 of the state's timeout old (timeout >>
+ * L4LB_CONN_REFRESH_SHIFT): an idle flow may expire up to 1/32 of its
+ * timeout early, and LRU ages are that coarse; in exchange most hits
+ * do not write.
  *
  * Times (@now_ms) are dpflow_clock_ns() / 10^6, the data path's clock.
  *
@@ -38,6 +43,8 @@
 #define L4LB_CONN_MAX	    (1u << 28)
 #define L4LB_CONN_LOCKS	    4096u
 #define L4LB_CONN_STAMP_MAX 0x3fffffffu /* stamps are ms modulo 2^30 */
+/* a hit rewrites a stamp older than timeout >> this (or on a new state) */
+#define L4LB_CONN_REFRESH_SHIFT 5u
 
 /* Flow states (two bits of the stamp word). */
 enum l4lb_conn_state {
@@ -183,8 +190,9 @@ void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h);
 
 /*
  * Find the live entry of @k (hash @h) at time @now_ms: its id, or
- * L4LB_CONN_NONE. A hit refreshes the entry's stamp and, when @state is
- * not FREE, moves it to @state (never back from CLOSING). Copies the entry to
+ * L4LB_CONN_NONE. A hit refreshes the entry's stamp (see above: when
+ * due) and, when @state is not FREE, moves it to @state (never back from
+ * CLOSING). Copies the entry to
  * @out when found (@out may be NULL).
  */
 uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,

@@ -184,6 +184,17 @@ static uint32_t m_find(const struct model *m, const struct l4lb_conn_key *k,
 	return NONE;
 }
 
+/* A hit on record @r at @now moving it to @st: the stamp is rewritten on
+ * a state change or when at least timeout >> L4LB_CONN_REFRESH_SHIFT old. */
+static void m_hit(const struct model *m, struct mrec *r, uint32_t now,
+		  uint8_t st)
+{
+	if (st != r->state ||
+	    now - r->last_ms >= m->to[r->state] >> L4LB_CONN_REFRESH_SHIFT)
+		r->last_ms = now;
+	r->state = st;
+}
+
 /* The state a lookup or touch moves an entry in @cur to for @req. */
 static uint8_t m_move(uint8_t cur, uint8_t req)
 {
@@ -448,8 +459,7 @@ static void differential(uint32_t entries, bool shared, uint64_t seed,
 					m_check_entry(&m, exp, &out,
 						      "lookup copy");
 				}
-				r->state = m_move(r->state, req);
-				r->last_ms = now;
+				m_hit(&m, r, now, m_move(r->state, req));
 			}
 		} else if (op < 74) { /* touch, a live id or any */
 			uint8_t req = random_req(&rs), got, exp;
@@ -461,8 +471,7 @@ static void differential(uint32_t entries, bool shared, uint64_t seed,
 			exp = L4LB_CONN_FREE;
 			if (m_live(&m, id, now)) {
 				exp = m_move(m.r[id].state, req);
-				m.r[id].state = exp;
-				m.r[id].last_ms = now;
+				m_hit(&m, &m.r[id], now, exp);
 			}
 			CHECK(got == exp, "touch(%u, req %u): %u, model %u", id,
 			      req, got, exp);
