@@ -52,15 +52,17 @@ void bench_dpdk_acl_classify(struct bench_dpdk_acl *a, uint32_t first,
 void bench_dpdk_acl_answers(struct bench_dpdk_acl *a, uint32_t *results);
 
 /*
- * rte_hash (rte_hash_crc, EXT_TABLE off, entries = @n) filled with the @n
+ * rte_hash (rte_hash_crc, EXT_TABLE off, room for @entries or @n keys,
+ * whichever is more) filled with the @n
  * keys of @key_len bytes at @keys, key i with data i, @trials times into a
  * new table; the fastest fill in *@insert_s and the keys it refused in
  * *@failed. Returns NULL if DPDK could not be set up.
  */
 struct bench_dpdk_exact;
 struct bench_dpdk_exact *
-bench_dpdk_exact_create(const uint8_t *keys, uint32_t n, uint32_t key_len,
-			unsigned trials, double *insert_s, uint32_t *failed);
+bench_dpdk_exact_create(const uint8_t *keys, uint32_t n, uint32_t entries,
+			uint32_t key_len, unsigned trials, double *insert_s,
+			uint32_t *failed);
 /* 0 if every key finds its own index, else -1. */
 int bench_dpdk_exact_check(struct bench_dpdk_exact *e, const uint8_t *keys,
 			   uint32_t n);

@@ -566,8 +566,8 @@ static int run(const struct exact_opts *o)
 		double peer_s = 0;
 		uint32_t failed = 0;
 		struct bench_dpdk_exact *e = bench_dpdk_exact_create(
-		    keys, o->keys, KEY_LEN, o->trials < 3 ? o->trials : 3,
-		    &peer_s, &failed);
+		    keys, o->keys, o->keys, KEY_LEN,
+		    o->trials < 3 ? o->trials : 3, &peer_s, &failed);
 
 		if (e && failed == 0 &&
 		    bench_dpdk_exact_check(e, keys, o->keys) == 0) {

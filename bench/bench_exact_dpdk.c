@@ -40,8 +40,9 @@ struct bench_dpdk_exact {
 };
 
 struct bench_dpdk_exact *
-bench_dpdk_exact_create(const uint8_t *keys, uint32_t n, uint32_t key_len,
-			unsigned trials, double *insert_s, uint32_t *failed)
+bench_dpdk_exact_create(const uint8_t *keys, uint32_t n, uint32_t entries,
+			uint32_t key_len, unsigned trials, double *insert_s,
+			uint32_t *failed)
 {
 	struct bench_dpdk_exact *e;
 
@@ -57,7 +58,7 @@ bench_dpdk_exact_create(const uint8_t *keys, uint32_t n, uint32_t key_len,
 	for (unsigned t = 0; t < (trials ? trials : 1); t++) {
 		struct rte_hash_parameters p = {
 		    .name = "bench_exact",
-		    .entries = n,
+		    .entries = entries > n ? entries : n,
 		    .key_len = key_len,
 		    .hash_func = rte_hash_crc,
 		    .hash_func_init_val = 0,

@@ -15,6 +15,13 @@
  * backend around the unchanged frame (IP-in-IP); each flow must keep its
  * backend on a second pass; every backend must get flows. The timed passes
  * are the steady state (connection hits).
+ *
+ * The peer (with DPDK, unless --no-peer): the least any balancer does per
+ * packet, written with DPDK on the same frames in mbufs (bench_dpdk.h's
+ * exact pipe): rte_net_get_ptype(), the 5-tuple read, one
+ * rte_hash_lookup_bulk_data() in a table of the same --flows flows, a
+ * per-flow packet and byte counter. No rewrite, no state, no buffers
+ * taken or given back. Its trials alternate with the app's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +33,10 @@
 #include "dpflow/dpflow.h"
 
 #include "bench.h"
+#include "bench_common.h"
+#ifdef DPFLOW_HAVE_DPDK
+#include "bench_dpdk.h"
+#endif
 #include "bench_l4lb.h"
 #include "bench_l4lb_app.h"
 #include "l4lb/l4lb.h"
@@ -256,49 +267,133 @@ static int check(struct app_bench *a)
 	return bad || idle ? -1 : 0;
 }
 
-static double run(struct app_bench *a, double seconds, unsigned trials,
-		  double *cpp)
+static uint64_t app_pass(void *arg)
 {
-	uint32_t n = a->n_pkts - a->n_pkts % APP_BURST;
-	double best = 0;
+	struct app_bench *a = arg;
 
-	dpflow_ctx_thread_online(a->ctx);
-	for (unsigned t = 0; t < trials; t++) {
-		uint64_t pkts = 0, t0 = dpflow_tsc(), t1;
-		uint64_t until = t0 + (uint64_t)(seconds * dpflow_tsc_hz());
-		double pps;
-
-		do {
-			pkts += pass(a, 0, n, NULL, NULL);
-			t1 = dpflow_tsc();
-		} while (t1 < until);
-		pps =
-		    (double)pkts * (double)dpflow_tsc_hz() / (double)(t1 - t0);
-		if (pps > best) {
-			best = pps;
-			*cpp = (double)(t1 - t0) / (double)pkts;
-		}
-	}
-	dpflow_ctx_thread_offline(a->ctx);
-	return best;
+	return pass(a, 0, a->n_pkts - a->n_pkts % APP_BURST, NULL, NULL);
 }
 
-int bench_l4lb_app(const struct l4lb_params *p, uint32_t packets, uint8_t mode,
-		   double seconds, unsigned trials, double *pps, double *cpp)
+#ifdef DPFLOW_HAVE_DPDK
+struct peer {
+	struct bench_dpdk_exact *e;
+	struct bench_dpdk_pkts *p;
+	uint64_t hits;
+};
+
+static uint64_t peer_pass(void *arg)
 {
-	struct app_bench a;
+	struct peer *pp = arg;
+
+	return bench_dpdk_exact_pipe(pp->e, pp->p, APP_BURST, &pp->hits);
+}
+
+/* The DPDK peer on @a's flows and frames; 0, or -1 (message on stderr). */
+static int peer_setup(const struct app_bench *a, struct peer *pp)
+{
+	uint32_t nf = a->p.flows, failed = 0;
+	uint8_t *keys = calloc(nf, 16);
+	const uint8_t **frames = calloc(a->n_pkts, sizeof(*frames));
+	double fill_s;
+	uint64_t n;
 	int rc = -1;
 
+	if (!keys || !frames)
+		goto out;
+	/* bench_dpdk_exact_pipe()'s key: addresses, ports (network order),
+	 * protocol, three zero bytes */
+	for (uint32_t i = 0; i < nf; i++) {
+		struct bench_flow f;
+		uint8_t *k = keys + (size_t)i * 16;
+
+		l4lb_flow(&a->p, i, &f);
+		memcpy(k, f.src, 4);
+		memcpy(k + 4, f.dst, 4);
+		k[8] = (uint8_t)(f.sport >> 8);
+		k[9] = (uint8_t)f.sport;
+		k[10] = (uint8_t)(f.dport >> 8);
+		k[11] = (uint8_t)f.dport;
+		k[12] = f.proto;
+	}
+	/* as much room as the app's table has for IP-in-IP (a quarter full) */
+	pp->e =
+	    bench_dpdk_exact_create(keys, nf, nf * 4, 16, 1, &fill_s, &failed);
+	if (!pp->e || failed || bench_dpdk_exact_check(pp->e, keys, nf)) {
+		fprintf(stderr, "bench l4lb: peer: rte_hash refused %u keys\n",
+			failed);
+		goto out;
+	}
+	for (uint32_t i = 0; i < a->n_pkts; i++)
+		frames[i] = a->frame[i];
+	pp->p = bench_dpdk_pkts_create(frames, a->len, a->n_pkts);
+	if (!pp->p)
+		goto out;
+	/* every packet finds its flow */
+	n = peer_pass(pp);
+	if (n != a->n_pkts - a->n_pkts % APP_BURST || pp->hits != n ||
+	    bench_dpdk_exact_counted(pp->e) != n) {
+		fprintf(stderr, "bench l4lb: peer: %llu hits of %llu\n",
+			(unsigned long long)pp->hits, (unsigned long long)n);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(keys);
+	free(frames);
+	return rc;
+}
+
+static void peer_teardown(struct peer *pp)
+{
+	bench_dpdk_pkts_destroy(pp->p);
+	bench_dpdk_exact_destroy(pp->e);
+}
+#endif
+
+int bench_l4lb_app(const struct l4lb_params *p, uint32_t packets, uint8_t mode,
+		   double seconds, unsigned trials, bool with_peer,
+		   struct bench_best *ob, struct bench_best *pb,
+		   const char **peer_name)
+{
+	struct app_bench a;
+	bench_pass_fn peer_fn = NULL;
+	void *peer_arg = NULL;
+	int rc = -1;
+#ifdef DPFLOW_HAVE_DPDK
+	struct peer pp = {NULL, NULL, 0};
+#endif
+
 	memset(&a, 0, sizeof(a));
+	memset(ob, 0, sizeof(*ob));
+	memset(pb, 0, sizeof(*pb));
+	*peer_name = NULL;
 	a.p = *p;
 	a.mode = mode;
 	a.n_pkts = packets;
-	if (!setup(&a) && !check(&a)) {
-		*pps = run(&a, seconds, trials, cpp);
-		rc = 0;
+	if (setup(&a) || check(&a))
+		goto out;
+#ifdef DPFLOW_HAVE_DPDK
+	if (with_peer) {
+		if (peer_setup(&a, &pp))
+			goto out;
+		peer_fn = peer_pass;
+		peer_arg = &pp;
+		*peer_name = "dpdk-ptype+rte_hash";
 	}
+#else
+	(void)with_peer;
+#endif
+	dpflow_ctx_thread_online(a.ctx);
+	bench_pair_run(app_pass, &a, peer_fn, peer_arg, trials, seconds, ob,
+		       pb);
+	dpflow_ctx_thread_offline(a.ctx);
+	rc = 0;
+out:
 	if (a.lb)
 		l4lb_print(a.lb, stderr);
+#ifdef DPFLOW_HAVE_DPDK
+	peer_teardown(&pp);
+#endif
 	teardown(&a);
 	return rc;
 }

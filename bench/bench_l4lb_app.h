@@ -5,18 +5,24 @@
 #ifndef DPFLOW_BENCH_L4LB_APP_H
 #define DPFLOW_BENCH_L4LB_APP_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "bench_common.h"
 
 #include "bench_l4lb_pipe.h"
 
 /*
  * Build the app for @p's flows and backends in @mode (enum l4lb_mode),
  * check the first two passes over @packets frames, then time the steady
- * state: best of @trials runs of @seconds. Fills *@pps and *@cpp (TSC
- * cycles a packet). 0, or -1 when setup or the check failed (message on
- * stderr). The app's counters go to stderr.
+ * state: @trials runs of @seconds, the best in *@ob; with @peer and DPDK,
+ * the DPDK peer's runs (bench_l4lb_app.c) take turns with them, its best
+ * in *@pb and its name in *@peer_name (else NULL). 0, or -1 when setup or
+ * a check failed (message on stderr). The app's counters go to stderr.
  */
 int bench_l4lb_app(const struct l4lb_params *p, uint32_t packets, uint8_t mode,
-		   double seconds, unsigned trials, double *pps, double *cpp);
+		   double seconds, unsigned trials, bool peer,
+		   struct bench_best *ob, struct bench_best *pb,
+		   const char **peer_name);
 
 #endif /* DPFLOW_BENCH_L4LB_APP_H */
