@@ -25,6 +25,8 @@
 #define IPPROTO_ICMPV6_ 58
 
 #define FWD_BURST_MAX 256
+/* the longest outer headers less the Ethernet header they replace */
+#define ENCAP_HLEN_MAX (IPV6_HLEN_ + UDP_HLEN_)
 
 enum pkt_kind {
 	K_DROP = 0,
@@ -43,6 +45,10 @@ struct pkt_work {
 	uint8_t drop;
 	uint8_t new_state; /* connection state this packet moves to */
 	uint16_t emb_off;  /* ICMP: the embedded IP header */
+	/* K_FWD: the connection lookup, made for the whole burst before any
+	 * packet is handled (so that the entry misses overlap) */
+	uint32_t conn_id;
+	struct l4lb_conn conn;
 };
 
 static const char *const drop_names[] = {
@@ -195,6 +201,14 @@ static void classify(const struct l4lb *lb, const struct lb_view *v,
 		w->svc = lb_svc_lookup(v, o->dst, v6, o->proto, o->dport);
 		if (w->svc != SVC_NONE) {
 			w->kind = K_FWD;
+			/* DSR: the outer headers go in front of the frame */
+			if (v->svc[w->svc].cfg.mode != L4LB_MODE_NAT) {
+				const uint8_t *f =
+				    dpflow_pkt_data(pool, w->idx);
+
+				__builtin_prefetch(f - 1, 1, 3);
+				__builtin_prefetch(f - ENCAP_HLEN_MAX, 1, 3);
+			}
 		} else if (lb_snat_lookup(v, o->dst, v6) != SVC_NONE) {
 			w->kind = K_REPLY;
 		} else {
@@ -570,6 +584,26 @@ static void inc(uint64_t *c, bool atomic)
 		(*c)++;
 }
 
+/*
+ * The lookup of @w's flow again, for the cases in which an earlier packet
+ * of the burst may have changed its entry: made, freed or replaced it
+ * (the lines are in cache by now). The same entry: the first lookup's
+ * copy stands (its state is the one before this packet).
+ */
+static uint32_t fwd_relookup(struct l4lb *lb, const struct pkt_work *w,
+			     uint8_t flags, uint32_t now_ms,
+			     struct l4lb_conn *c)
+{
+	struct l4lb_conn again;
+	uint32_t id =
+	    l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms,
+			     fwd_state(w->key.proto, flags, false), &again);
+
+	if (id != w->conn_id)
+		*c = again;
+	return id;
+}
+
 /* A packet to a VIP: find or make its flow, rewrite or encapsulate. */
 static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 		   struct dpflow_pool *pool, struct pkt_work *w,
@@ -578,14 +612,15 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
 	const struct lb_service *s = &v->svc[w->svc];
 	uint8_t flags = m->outer.tcp_flags;
-	struct l4lb_conn c;
-	uint32_t id, be;
+	struct l4lb_conn c = w->conn;
+	uint32_t id = w->conn_id, be;
 	uint16_t snat_port = 0;
 	const struct lb_backend *b;
 	bool nat = s->cfg.mode == L4LB_MODE_NAT;
 
-	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms,
-			      fwd_state(w->key.proto, flags, false), &c);
+	if (id == L4LB_CONN_NONE || c.state != L4LB_CONN_ESTABLISHED ||
+	    !backend_ok(v, &c, w->svc))
+		id = fwd_relookup(lb, w, flags, now_ms, &c);
 	if (id != L4LB_CONN_NONE && !backend_ok(v, &c, w->svc)) {
 		l4lb_conn_free(lb->conns, id); /* rescheduled */
 		id = L4LB_CONN_NONE;
@@ -814,6 +849,20 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	for (unsigned i = 0; i < n; i++)
 		if (w[i].kind != K_DROP)
 			l4lb_conn_prefetch_entry(lb->conns, w[i].h);
+	for (unsigned i = 0; i < n; i++) {
+		if (w[i].kind != K_FWD)
+			continue;
+		w[i].conn_id = l4lb_conn_lookup(
+		    lb->conns, &w[i].key, w[i].h, now_ms,
+		    fwd_state(w[i].key.proto,
+			      dpflow_pool_meta(pool, w[i].idx)->outer.tcp_flags,
+			      false),
+		    &w[i].conn);
+		/* the backend's line, for backend_ok() and the rewrite */
+		if (w[i].conn_id != L4LB_CONN_NONE &&
+		    w[i].conn.backend < L4LB_BACKENDS_MAX)
+			DPFLOW_PREFETCH(&v->be[w[i].conn.backend]);
+	}
 	for (unsigned i = 0; i < n; i++) {
 		switch (w[i].kind) {
 		case K_FWD:

@@ -995,6 +995,57 @@ Test(l4lb_app, nat_replies)
 	fx_fini(&f);
 }
 
+/*
+ * A whole handshake of one NAT flow in one burst (the data path looks a
+ * burst's flows up before it handles any packet): SYN, ACK, ACK, ACK all
+ * go to one backend with one SNAT port, one flow is made, and both its
+ * entries end established (so that a SYN flood cannot replace them);
+ * the backend's reply goes back to the client. Then the SYN and the ACK
+ * of another flow in bursts of their own: the same.
+ */
+Test(l4lb_app, handshake_in_one_burst)
+{
+	static const uint8_t flags[4] = {TCP_SYN, TCP_ACK, TCP_ACK,
+					 TCP_ACK | 0x08 /* PSH */};
+	uint8_t fr[FRAME_MAX];
+	uint32_t be[8], est = 0, live;
+	uint16_t sp[8];
+	struct fx f;
+
+	fx_init(&f, 65536, 0);
+	add_web(&f, L4LB_MODE_NAT, 3);
+	outs_reset(&f);
+	for (unsigned k = 0; k < 4; k++)
+		push(&f, fr,
+		     tcp4_frame(fr, client_addr(7), client_port(7), VIP, VPORT,
+				flags[k], 7));
+	flush(&f);
+	cr_assert_eq(f.n_outs, 4, "%u of 4 frames forwarded", f.n_outs);
+	be[7] = f.outs[0].dst;
+	sp[7] = f.outs[0].sport;
+	for (unsigned k = 0; k < 4; k++) {
+		cr_assert(f.outs[k].csum_ok);
+		cr_assert_eq(f.outs[k].dst, be[7],
+			     "frame %u to another backend", k);
+		cr_assert_eq(f.outs[k].sport, sp[7],
+			     "frame %u with another SNAT port", k);
+	}
+	cr_assert_eq(svc_new_flows(&f), 1);
+	live = l4lb_conn_count(l4lb_conns(f.lb),
+			       (uint32_t)(dpflow_clock_ns() / 1000000u), &est);
+	cr_assert_eq(live, 2, "%u entries (forward and reply expected)", live);
+	cr_assert_eq(est, 2, "%u of 2 entries established", est);
+	cr_assert_eq(send_replies(&f, 7, 8, TCP_ACK, be, sp), 1);
+	/* the SYN and the ACK in bursts of their own: the same */
+	send_flows(&f, L4LB_MODE_NAT, 5, 6, TCP_SYN, be, sp);
+	send_flows(&f, L4LB_MODE_NAT, 5, 6, TCP_ACK, be, sp);
+	live = l4lb_conn_count(l4lb_conns(f.lb),
+			       (uint32_t)(dpflow_clock_ns() / 1000000u), &est);
+	cr_assert_eq(live, 4, "%u entries of two flows", live);
+	cr_assert_eq(est, 4, "%u of 4 entries established", est);
+	fx_fini(&f);
+}
+
 static void drain_and_remove(uint8_t mode)
 {
 	const uint32_t A = BE_NET + 2, B = BE_NET + 1; /* drained, removed */
