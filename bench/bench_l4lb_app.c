@@ -41,8 +41,6 @@
 #include "bench_l4lb_app.h"
 #include "l4lb/l4lb.h"
 
-#define APP_BURST 32u
-
 struct app_bench {
 	struct l4lb_params p;
 	uint8_t mode;
@@ -134,7 +132,7 @@ static void teardown(struct app_bench *a)
 }
 
 /*
- * Frames @lo..@hi-1 through the app, APP_BURST at a time; each burst's
+ * Frames @lo..@hi-1 through the app, a burst at a time; each burst's
  * output is received from the ring and handed to @seen (or freed).
  * Returns the frames run.
  */
@@ -144,14 +142,15 @@ typedef int (*seen_fn)(struct app_bench *a, uint32_t first, const uint32_t *idx,
 static uint64_t pass(struct app_bench *a, uint32_t lo, uint32_t hi,
 		     seen_fn seen, int *bad)
 {
-	uint32_t idx[APP_BURST], i;
+	const uint32_t burst = a->p.burst;
+	uint32_t idx[L4LB_BURST_MAX], i;
 
-	for (i = lo; i + APP_BURST <= hi; i += APP_BURST) {
+	for (i = lo; i + burst <= hi; i += burst) {
 		uint16_t got;
 
-		if (dpflow_pool_alloc_bulk(a->pool, idx, APP_BURST))
+		if (dpflow_pool_alloc_bulk(a->pool, idx, burst))
 			break;
-		for (uint32_t k = 0; k < APP_BURST; k++) {
+		for (uint32_t k = 0; k < burst; k++) {
 			struct dpflow_pkt_meta *m =
 			    dpflow_pool_meta(a->pool, idx[k]);
 
@@ -159,10 +158,10 @@ static uint64_t pass(struct app_bench *a, uint32_t lo, uint32_t hi,
 			       a->frame[i + k], 64);
 			m->data_len = a->len[i + k];
 		}
-		dpflow_ctx_process_burst(a->ctx, 0, idx, APP_BURST);
+		dpflow_ctx_process_burst(a->ctx, 0, idx, (uint16_t)burst);
 		dpflow_ctx_quiescent(a->ctx);
-		got = dpflow_port_rx_burst(a->out, 0, idx, APP_BURST);
-		if (seen && (got != APP_BURST || seen(a, i, idx, got)))
+		got = dpflow_port_rx_burst(a->out, 0, idx, (uint16_t)burst);
+		if (seen && (got != burst || seen(a, i, idx, got)))
 			(*bad)++;
 		dpflow_pool_free_bulk(a->pool, idx, got);
 	}
@@ -245,7 +244,7 @@ static int seen_first(struct app_bench *a, uint32_t first, const uint32_t *idx,
 
 static int check(struct app_bench *a)
 {
-	uint32_t n = a->n_pkts - a->n_pkts % APP_BURST, idle = 0;
+	uint32_t n = a->n_pkts - a->n_pkts % a->p.burst, idle = 0;
 	int bad = 0;
 
 	flow_backend = malloc((size_t)a->p.flows * sizeof(*flow_backend));
@@ -271,13 +270,14 @@ static uint64_t app_pass(void *arg)
 {
 	struct app_bench *a = arg;
 
-	return pass(a, 0, a->n_pkts - a->n_pkts % APP_BURST, NULL, NULL);
+	return pass(a, 0, a->n_pkts - a->n_pkts % a->p.burst, NULL, NULL);
 }
 
 #ifdef DPFLOW_HAVE_DPDK
 struct peer {
 	struct bench_dpdk_exact *e;
 	struct bench_dpdk_pkts *p;
+	uint32_t burst;
 	uint64_t hits;
 };
 
@@ -285,7 +285,7 @@ static uint64_t peer_pass(void *arg)
 {
 	struct peer *pp = arg;
 
-	return bench_dpdk_exact_pipe(pp->e, pp->p, APP_BURST, &pp->hits);
+	return bench_dpdk_exact_pipe(pp->e, pp->p, pp->burst, &pp->hits);
 }
 
 /* The DPDK peer on @a's flows and frames; 0, or -1 (message on stderr). */
@@ -330,7 +330,7 @@ static int peer_setup(const struct app_bench *a, struct peer *pp)
 		goto out;
 	/* every packet finds its flow */
 	n = peer_pass(pp);
-	if (n != a->n_pkts - a->n_pkts % APP_BURST || pp->hits != n ||
+	if (n != a->n_pkts - a->n_pkts % a->p.burst || pp->hits != n ||
 	    bench_dpdk_exact_counted(pp->e) != n) {
 		fprintf(stderr, "bench l4lb: peer: %llu hits of %llu\n",
 			(unsigned long long)pp->hits, (unsigned long long)n);
@@ -360,7 +360,7 @@ int bench_l4lb_app(const struct l4lb_params *p, uint32_t packets, uint8_t mode,
 	void *peer_arg = NULL;
 	int rc = -1;
 #ifdef DPFLOW_HAVE_DPDK
-	struct peer pp = {NULL, NULL, 0};
+	struct peer pp = {NULL, NULL, p->burst, 0};
 #endif
 
 	memset(&a, 0, sizeof(a));

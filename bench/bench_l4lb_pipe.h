@@ -17,18 +17,21 @@
 
 #include "bench_common.h"
 
-#define L4LB_MAGLEV_DEFAULT 65537u
-#define L4LB_PIPE_BACKENDS_MAX   1024u
-#define L4LB_VIP	    0xc000020au /* 192.0.2.10 */
-#define L4LB_VIP_PORT	    80u
-#define L4LB_BACKEND_NET    0x0a320000u /* 10.50.0.0/16: backend b is .b+1 */
+#define L4LB_MAGLEV_DEFAULT    65537u
+#define L4LB_PIPE_BACKENDS_MAX 1024u
+#define L4LB_VIP	       0xc000020au /* 192.0.2.10 */
+#define L4LB_VIP_PORT	       80u
+#define L4LB_BACKEND_NET       0x0a320000u /* 10.50.0.0/16: backend b is .b+1 */
 
 struct l4lb_params {
 	uint32_t flows;	   /* client flows (connections) */
 	uint32_t backends; /* 1..L4LB_PIPE_BACKENDS_MAX */
 	uint32_t maglev;   /* Maglev table size: a prime */
 	uint64_t seed;
+	uint32_t burst; /* packets a burst, 1..L4LB_BURST_MAX */
 };
+
+#define L4LB_BURST_MAX 64u
 
 /*
  * The Maglev lookup table (Eisenbud et al., NSDI 2016): @m slots (a
