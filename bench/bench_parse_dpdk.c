@@ -6,6 +6,9 @@
  * and it does not open UDP tunnels such as VXLAN), so the ratio is
  * conservative for dpflow.
  */
+#define _GNU_SOURCE /* pthread_{get,set}affinity_np */
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +34,20 @@ int bench_dpdk_init(void)
 	    "--no-telemetry", "-l",	     "0",	 "-m",
 	    "1024",	      "--log-level", "*:error"};
 
+	cpu_set_t cpus;
+	int have_cpus;
+
 	if (done)
 		return status;
 	done = 1;
+	/* EAL pins its main thread to lcore 0: give the caller's CPUs back
+	 * (`taskset -c N dpflow bench ...` runs both sides on CPU N) */
+	have_cpus =
+	    !pthread_getaffinity_np(pthread_self(), sizeof(cpus), &cpus);
 	status = rte_eal_init((int)DPFLOW_ARRAY_SIZE(args), args) < 0 ? -1 : 0;
+	if (have_cpus)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(cpus),
+					     &cpus);
 	if (status)
 		fprintf(stderr, "bench: DPDK EAL init failed: %s\n",
 			rte_strerror(rte_errno));
