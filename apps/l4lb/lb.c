@@ -563,7 +563,9 @@ int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
 					  &v->svc[v->be[b].service].cfg,
 					  lb->cfg.backend_mac);
 	rc = roots_update(lb, v, added, err);
-	if (rc == 0)
+	if (rc)
+		dpflow_queue_discard(lb->q); /* what it queued before failing */
+	else
 		rc = dpflow_entries_process(lb->q, NULL, err);
 	if (rc)
 		goto undo;

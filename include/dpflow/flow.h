@@ -357,6 +357,14 @@ struct dpflow_entry_cfg {
 struct dpflow_queue *dpflow_queue_create(struct dpflow_ctx *ctx,
 					 struct dpflow_error *err);
 void dpflow_queue_destroy(struct dpflow_queue *q);
+/*
+ * Drop every operation queued since the last dpflow_entries_process():
+ * none of them is applied, the handles their calls returned are no
+ * longer valid, and entries queued for removal or update stay as they
+ * are. No status callback runs. For a caller that fails half-way through
+ * building a batch.
+ */
+void dpflow_queue_discard(struct dpflow_queue *q);
 
 /*
  * Queue an entry for the pipe. Nothing changes until

@@ -457,8 +457,7 @@ static void batch_status(struct dpflow_entry *e, int status,
 /* Drop what was queued (entries added to the queue take slots). */
 static void queue_reset(struct dpflow_ctl *ctl)
 {
-	dpflow_queue_destroy(ctl->q);
-	ctl->q = dpflow_queue_create(ctl->ctx, NULL);
+	dpflow_queue_discard(ctl->q);
 }
 
 /* Apply the queued batch; on error say which item failed. */
@@ -835,8 +834,7 @@ static int queue_rm_update(struct req *r, struct dpflow_pipe *pipe,
 		}
 	}
 	if (rc)
-		queue_reset(ctl); /* after an allocation failure, entries
-				     queued so far stay listed as changing */
+		queue_reset(ctl);
 	free(cfgs);
 	free(it);
 	return rc;

@@ -55,17 +55,23 @@ static void release_index(struct dpflow_pipe *pipe, struct dpflow_entry *e)
 	pipe->free_idx[pipe->n_free++] = e->index;
 }
 
-void dpflow_queue_destroy(struct dpflow_queue *q)
+void dpflow_queue_discard(struct dpflow_queue *q)
 {
-	if (!q)
-		return;
-	/* operations still queued are dropped: an add's slot is freed, an
-	 * entry queued for removal (or update) is active again */
+	/* an add's slot is freed, an entry queued for removal (or update)
+	 * is active again */
 	for (unsigned i = 0; i < q->n; i++)
 		if (q->ops[i].add)
 			release_index(q->ops[i].e->pipe, q->ops[i].e);
 		else
 			q->ops[i].e->state = ENTRY_ACTIVE;
+	q->n = 0;
+}
+
+void dpflow_queue_destroy(struct dpflow_queue *q)
+{
+	if (!q)
+		return;
+	dpflow_queue_discard(q); /* operations still queued are dropped */
 	free(q->ops);
 	free(q);
 }

@@ -313,6 +313,53 @@ Test(flow_entries, a_bad_entry_aborts_the_whole_batch)
 	dpflow_ctx_destroy(ctx);
 }
 
+/* A batch dropped half-built (dpflow_queue_discard): nothing of it is
+ * applied, the entries it meant to remove or update stay and can be
+ * removed later, the slots its adds took are free again. */
+Test(flow_entries, a_discarded_batch_changes_nothing)
+{
+	struct dpflow_error err;
+	struct dpflow_ctx *ctx = load(one_pipe_yaml, &err);
+	struct dpflow_pipe *pipe;
+	struct dpflow_queue *q;
+	struct dpflow_entry *ent[3];
+	struct dpflow_entry_cfg e;
+
+	cr_assert_not_null(ctx, "%s", err.msg);
+	pipe = dpflow_pipe_find(ctx, "ports");
+	q = dpflow_queue_create(ctx, &err);
+	for (uint16_t p = 1; p <= 3; p++) {
+		e = port_entry(p);
+		ent[p - 1] = dpflow_entry_add(q, pipe, &e, NULL, &err);
+		cr_assert_not_null(ent[p - 1]);
+	}
+	cr_assert_eq(dpflow_entries_process(q, NULL, &err), 0, "%s", err.msg);
+
+	e = port_entry(7);
+	cr_assert_not_null(dpflow_entry_add(q, pipe, &e, NULL, &err));
+	cr_assert_eq(dpflow_entry_remove(q, ent[0], NULL), 0);
+	e = port_entry(9);
+	cr_assert_not_null(dpflow_entry_update(q, ent[1], &e, NULL, &err));
+	dpflow_queue_discard(q);
+	cr_expect_eq(dpflow_entries_process(q, NULL, &err), 0, "%s", err.msg);
+	cr_expect_eq(dpflow_pipe_entry_count(pipe), 3, "%u entries",
+		     dpflow_pipe_entry_count(pipe));
+	for (uint16_t p = 1; p <= 3; p++)
+		cr_expect_eq(dpflow_entry_cfg(ent[p - 1])->key[1], p,
+			     "entry of port %u changed", p);
+
+	/* the entries stayed active; port 7's add was not applied */
+	cr_assert_eq(dpflow_entry_remove(q, ent[0], NULL), 0);
+	e = port_entry(7);
+	cr_assert_not_null(dpflow_entry_add(q, pipe, &e, NULL, &err));
+	e = port_entry(9);
+	cr_assert_not_null(dpflow_entry_update(q, ent[1], &e, NULL, &err));
+	cr_expect_eq(dpflow_entries_process(q, NULL, &err), 0, "%s", err.msg);
+	cr_expect_eq(dpflow_pipe_entry_count(pipe), 3);
+	dpflow_queue_destroy(q);
+	dpflow_ctx_destroy(ctx);
+}
+
 /* ---- a writer churns batches while a worker looks up ----------------------
  */
 
