@@ -92,11 +92,7 @@ struct afp_queue {
 	bool in_block; /* block is ours (TP_STATUS_USER) and being read */
 	uint32_t left; /* frames of the block not yet read */
 	struct tpacket3_hdr *next;
-	/* counters: the receiving thread */
-	uint64_t rx_pkts, rx_bytes, rx_nobuf, rx_oversize;
-	/* the transmitting thread */
-	uint64_t tx_pkts DPFLOW_CACHE_ALIGNED;
-	uint64_t tx_bytes, tx_errors;
+	struct port_queue_ctrs ctr;
 	int64_t tai_off;       /* CLOCK_TAI - dpflow_clock_ns(), txtime */
 	uint64_t tai_sync_tsc; /* when it was sampled (0: never) */
 };
@@ -320,13 +316,13 @@ static uint16_t afp_rx_burst(struct dpflow_port *port, uint16_t queue,
 	if (q->in_block && !q->left)
 		afp_block_done(p, q);
 	if (k) {
-		port_ctr_add(&q->rx_pkts, k);
-		port_ctr_add(&q->rx_bytes, bytes);
+		port_ctr_add(&q->ctr.rx_pkts, k);
+		port_ctr_add(&q->ctr.rx_bytes, bytes);
 	}
 	if (nobuf)
-		port_ctr_add(&q->rx_nobuf, nobuf);
+		port_ctr_add(&q->ctr.rx_nobuf, nobuf);
 	if (oversize)
-		port_ctr_add(&q->rx_oversize, oversize);
+		port_ctr_add(&q->ctr.rx_oversize, oversize);
 	return k;
 }
 
@@ -404,14 +400,14 @@ static uint16_t afp_tx_burst(struct dpflow_port *port, uint16_t queue,
 			return 0;
 		/* the frame at fault (too long, link down): dropped, counted,
 		 * so that one bad frame does not stop the queue */
-		port_ctr_add(&q->tx_errors, 1);
+		port_ctr_add(&q->ctr.tx_errors, 1);
 		dpflow_pool_free_bulk(pool, idx, 1);
 		return 1;
 	}
 	for (int i = 0; i < sent; i++)
 		bytes += iov[i].iov_len;
-	port_ctr_add(&q->tx_pkts, (uint64_t)sent);
-	port_ctr_add(&q->tx_bytes, bytes);
+	port_ctr_add(&q->ctr.tx_pkts, (uint64_t)sent);
+	port_ctr_add(&q->ctr.tx_bytes, bytes);
 	dpflow_pool_free_bulk(pool, idx, (unsigned)sent);
 	return (uint16_t)sent;
 }
@@ -655,13 +651,7 @@ static void afp_stats(const struct dpflow_port *port,
 		struct tpacket_stats_v3 ks;
 		socklen_t len = sizeof(ks);
 
-		s->rx_pkts += port_ctr_read(&q->rx_pkts);
-		s->rx_bytes += port_ctr_read(&q->rx_bytes);
-		s->rx_nobuf += port_ctr_read(&q->rx_nobuf);
-		s->rx_oversize += port_ctr_read(&q->rx_oversize);
-		s->tx_pkts += port_ctr_read(&q->tx_pkts);
-		s->tx_bytes += port_ctr_read(&q->tx_bytes);
-		s->tx_errors += port_ctr_read(&q->tx_errors);
+		port_queue_ctrs_sum(&q->ctr, s);
 		/* the kernel's counters reset when read: keep the sum */
 		if (q->fd >= 0 && !getsockopt(q->fd, SOL_PACKET,
 					      PACKET_STATISTICS, &ks, &len))

@@ -76,11 +76,7 @@ struct afx_queue {
 	uint64_t *tx_free;
 	uint32_t n_tx_free;
 	uint32_t tx_in_flight;
-	/* counters: the receiving thread */
-	uint64_t rx_pkts, rx_bytes, rx_nobuf, rx_oversize;
-	/* the transmitting thread */
-	uint64_t tx_pkts DPFLOW_CACHE_ALIGNED;
-	uint64_t tx_bytes, tx_errors;
+	struct port_queue_ctrs ctr;
 };
 
 struct port_afxdp {
@@ -163,13 +159,13 @@ static uint16_t afx_rx_burst(struct dpflow_port *port, uint16_t queue,
 	xsk_ring_cons__release(&q->rx, got);
 	afx_refill(q, addrs, got);
 	if (k) {
-		port_ctr_add(&q->rx_pkts, k);
-		port_ctr_add(&q->rx_bytes, bytes);
+		port_ctr_add(&q->ctr.rx_pkts, k);
+		port_ctr_add(&q->ctr.rx_bytes, bytes);
 	}
 	if (nobuf)
-		port_ctr_add(&q->rx_nobuf, nobuf);
+		port_ctr_add(&q->ctr.rx_nobuf, nobuf);
 	if (oversize)
-		port_ctr_add(&q->rx_oversize, oversize);
+		port_ctr_add(&q->ctr.rx_oversize, oversize);
 	return k;
 }
 
@@ -220,8 +216,8 @@ static uint16_t afx_tx_burst(struct dpflow_port *port, uint16_t queue,
 		xsk_ring_prod__submit(&q->tx, k);
 		q->tx_in_flight += k;
 		dpflow_pool_free_bulk(pool, idx, k);
-		port_ctr_add(&q->tx_pkts, k);
-		port_ctr_add(&q->tx_bytes, bytes);
+		port_ctr_add(&q->ctr.tx_pkts, k);
+		port_ctr_add(&q->ctr.tx_bytes, bytes);
 	}
 	/* a kick also when nothing was taken: the kernel may hold completions
 	 * until it is woken */
@@ -230,7 +226,7 @@ static uint16_t afx_tx_burst(struct dpflow_port *port, uint16_t queue,
 		0 &&
 	    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS &&
 	    errno != ENETDOWN)
-		port_ctr_add(&q->tx_errors, 1);
+		port_ctr_add(&q->ctr.tx_errors, 1);
 	return (uint16_t)k;
 }
 
@@ -246,13 +242,7 @@ static void afx_stats(const struct dpflow_port *port,
 		struct xdp_statistics xs;
 		socklen_t len = sizeof(xs);
 
-		s->rx_pkts += port_ctr_read(&q->rx_pkts);
-		s->rx_bytes += port_ctr_read(&q->rx_bytes);
-		s->rx_nobuf += port_ctr_read(&q->rx_nobuf);
-		s->rx_oversize += port_ctr_read(&q->rx_oversize);
-		s->tx_pkts += port_ctr_read(&q->tx_pkts);
-		s->tx_bytes += port_ctr_read(&q->tx_bytes);
-		s->tx_errors += port_ctr_read(&q->tx_errors);
+		port_queue_ctrs_sum(&q->ctr, s);
 		if (q->xsk && !getsockopt(xsk_socket__fd(q->xsk), SOL_XDP,
 					  XDP_STATISTICS, &xs, &len)) {
 			s->rx_dropped += xs.rx_dropped + xs.rx_ring_full +

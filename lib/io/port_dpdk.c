@@ -101,12 +101,8 @@
 #define DPDK_DEFAULT_EAL_PCI  "--in-memory"
 
 struct dpdk_queue {
-	/* the receiving thread */
-	uint64_t rx_pkts, rx_bytes, rx_nobuf, rx_oversize;
 	bool rx_eof; /* a finite input's receive came back empty */
-	/* the transmitting thread */
-	uint64_t tx_pkts DPFLOW_CACHE_ALIGNED;
-	uint64_t tx_bytes, tx_errors;
+	struct port_queue_ctrs ctr;
 };
 
 struct port_dpdk {
@@ -157,7 +153,7 @@ static uint16_t dpdk_rx_burst(struct dpflow_port *port, uint16_t queue,
 	slots = (uint16_t)dpflow_pool_alloc_burst(pool, idx, n);
 	got = slots ? rte_eth_rx_burst(p->port_id, queue, mb, slots) : 0;
 	if (slots < n && got == slots)
-		port_ctr_add(&q->rx_nobuf, 1);
+		port_ctr_add(&q->ctr.rx_nobuf, 1);
 	if (!got) {
 		if (slots) {
 			dpflow_pool_free_bulk(pool, idx, slots);
@@ -195,11 +191,11 @@ static uint16_t dpdk_rx_burst(struct dpflow_port *port, uint16_t queue,
 	if (k < slots)
 		dpflow_pool_free_bulk(pool, idx + k, (unsigned)(slots - k));
 	if (k) {
-		port_ctr_add(&q->rx_pkts, k);
-		port_ctr_add(&q->rx_bytes, bytes);
+		port_ctr_add(&q->ctr.rx_pkts, k);
+		port_ctr_add(&q->ctr.rx_bytes, bytes);
 	}
 	if (oversize)
-		port_ctr_add(&q->rx_oversize, oversize);
+		port_ctr_add(&q->ctr.rx_oversize, oversize);
 	return k;
 }
 
@@ -230,7 +226,7 @@ static uint16_t dpdk_tx_burst(struct dpflow_port *port, uint16_t queue,
 			break;
 	if (DPFLOW_UNLIKELY(!k)) {
 		/* dropped and counted, so that it does not stop the queue */
-		port_ctr_add(&q->tx_errors, 1);
+		port_ctr_add(&q->ctr.tx_errors, 1);
 		dpflow_pool_free_bulk(pool, idx, 1);
 		return 1;
 	}
@@ -261,8 +257,8 @@ static uint16_t dpdk_tx_burst(struct dpflow_port *port, uint16_t queue,
 			bytes -= dpflow_pool_meta(pool, idx[i])->data_len;
 	}
 	if (sent) {
-		port_ctr_add(&q->tx_pkts, sent);
-		port_ctr_add(&q->tx_bytes, bytes);
+		port_ctr_add(&q->ctr.tx_pkts, sent);
+		port_ctr_add(&q->ctr.tx_bytes, bytes);
 		dpflow_pool_free_bulk(pool, idx, sent);
 	}
 	return sent;
@@ -774,13 +770,7 @@ static void dpdk_stats(const struct dpflow_port *port,
 	for (unsigned i = 0; i < port->n_rxq; i++) {
 		const struct dpdk_queue *q = &p->q[i];
 
-		s->rx_pkts += port_ctr_read(&q->rx_pkts);
-		s->rx_bytes += port_ctr_read(&q->rx_bytes);
-		s->rx_nobuf += port_ctr_read(&q->rx_nobuf);
-		s->rx_oversize += port_ctr_read(&q->rx_oversize);
-		s->tx_pkts += port_ctr_read(&q->tx_pkts);
-		s->tx_bytes += port_ctr_read(&q->tx_bytes);
-		s->tx_errors += port_ctr_read(&q->tx_errors);
+		port_queue_ctrs_sum(&q->ctr, s);
 	}
 	if (!rte_eth_stats_get(p->port_id, &es)) {
 		s->rx_dropped = es.imissed;

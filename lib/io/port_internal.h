@@ -168,4 +168,25 @@ static inline uint64_t port_ctr_read(const uint64_t *c)
 	return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
 
+/* A queue's counters: the receiving thread's, then (a line apart) the
+ * transmitting thread's. */
+struct port_queue_ctrs {
+	uint64_t rx_pkts, rx_bytes, rx_nobuf, rx_oversize;
+	uint64_t tx_pkts DPFLOW_CACHE_ALIGNED;
+	uint64_t tx_bytes, tx_errors;
+};
+
+/* Add queue counters @c to @s. */
+static inline void port_queue_ctrs_sum(const struct port_queue_ctrs *c,
+				       struct dpflow_port_stats *s)
+{
+	s->rx_pkts += port_ctr_read(&c->rx_pkts);
+	s->rx_bytes += port_ctr_read(&c->rx_bytes);
+	s->rx_nobuf += port_ctr_read(&c->rx_nobuf);
+	s->rx_oversize += port_ctr_read(&c->rx_oversize);
+	s->tx_pkts += port_ctr_read(&c->tx_pkts);
+	s->tx_bytes += port_ctr_read(&c->tx_bytes);
+	s->tx_errors += port_ctr_read(&c->tx_errors);
+}
+
 #endif /* DPFLOW_IO_PORT_INTERNAL_H */
