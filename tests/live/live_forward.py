@@ -32,11 +32,12 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from livelib import Tap, netns_unavailable, sh
 
 DPFLOW, KIND = sys.argv[1], sys.argv[2]
 WORKERS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
@@ -47,22 +48,11 @@ NET = "10.77.%d" % (os.getpid() % 250 + 1)
 IP_A, IP_B = NET + ".1", NET + ".2"
 PY = "/usr/bin/python3"
 
-results = []
+T = Tap()
+results = T.results
+tap = T.ok
 
 
-def tap(ok, what, detail=""):
-    results.append(ok)
-    print("%s %d - %s" % ("ok" if ok else "not ok", len(results), what))
-    if detail and not ok:
-        for line in str(detail).splitlines()[-15:]:
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def sh(*args, ns=None, check=True, timeout=20, **kw):
-    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
-    return subprocess.run(cmd, check=check, timeout=timeout,
-                          capture_output=True, text=True, **kw)
 
 
 # Turn a legacy ethtool feature off (no ethtool binary here): run in the
@@ -228,17 +218,9 @@ def crafted_frames(n):
 
 
 def main():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        print("1..0 # SKIP needs root and iproute2 to make namespaces")
-        return 0
-    try:
-        subprocess.run(["ip", "netns", "add", TAG + "probe"], check=True,
-                       capture_output=True, timeout=10)
-        subprocess.run(["ip", "netns", "del", TAG + "probe"],
-                       capture_output=True, timeout=10)
-    except (subprocess.SubprocessError, OSError) as e:
-        print("1..0 # SKIP this machine cannot make network namespaces "
-              "(%s)" % e)
+    why = netns_unavailable(TAG)
+    if why:
+        print("1..0 # SKIP " + why)
         return 0
     print("1..8")
     tmp = tempfile.mkdtemp(prefix="dpflow-live-")

@@ -51,12 +51,13 @@ import os
 import re
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
+
+import livelib
+from livelib import Tap, netns_unavailable
 
 DPFLOW, DPFLOWCTL = sys.argv[1], sys.argv[2]
 SANITIZED = len(sys.argv) > 3 and sys.argv[3] == "sanitized"
@@ -75,24 +76,15 @@ CHURN = 100000
 RATE = 5000  # frames a second
 MAX_STALL_NS = 10_000_000
 
-results = []
-lines = []  # TAP lines of the attempt, printed when it ends
+T = Tap(buffered=True)
+results = T.results
+lines = T.lines  # TAP lines of the attempt, printed when it ends
+tap = T.ok
 STALL_POINT = 4
 
 
-def tap(ok, what, detail=""):
-    results.append(ok)
-    lines.append("%s %d - %s" % ("ok" if ok else "not ok", len(results),
-                                 what))
-    if detail and not ok:
-        for line in str(detail).splitlines()[-15:]:
-            lines.append("#   " + line)
-
-
-def sh(*args, ns=None, check=True, timeout=60, **kw):
-    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
-    return subprocess.run(cmd, check=check, timeout=timeout,
-                          capture_output=True, text=True, **kw)
+def sh(*args, timeout=60, **kw):
+    return livelib.sh(*args, timeout=timeout, **kw)
 
 
 def mac(tag, v):
@@ -256,17 +248,9 @@ def yaml_entries(tag):
 
 
 def main():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        print("1..0 # SKIP needs root and iproute2 to make namespaces")
-        return 0
-    try:
-        subprocess.run(["ip", "netns", "add", TAG + "probe"], check=True,
-                       capture_output=True, timeout=10)
-        subprocess.run(["ip", "netns", "del", TAG + "probe"],
-                       capture_output=True, timeout=10)
-    except (subprocess.SubprocessError, OSError) as e:
-        print("1..0 # SKIP this machine cannot make network namespaces "
-              "(%s)" % e)
+    why = netns_unavailable(TAG)
+    if why:
+        print("1..0 # SKIP " + why)
         return 0
     tmp = tempfile.mkdtemp(prefix="dpflow-hot-")
     procs = []

@@ -67,6 +67,8 @@ import tempfile
 import threading
 import time
 
+from livelib import Tap, mac_of, netns_unavailable, sh
+
 DPFLOW, DPFLOWCTL = sys.argv[1], sys.argv[2]
 WORKERS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 QUEUES = ",queues=%d" % WORKERS if WORKERS > 1 else ""
@@ -93,34 +95,13 @@ FRESH_BASE = 30100  # their local ports
 RSS_GROWTH_MAX = 16 << 20  # bytes
 PY = "/usr/bin/python3"
 
-results = []
+T = Tap()
+results = T.results
+tap = T.ok
+note = T.note
 BACKENDS = []  # the backends' http.server processes, b1..b3
 
 
-def tap(ok, what, detail=""):
-    results.append(ok)
-    print("%s %d - %s" % ("ok" if ok else "not ok", len(results), what))
-    if detail and not ok:
-        for line in str(detail).splitlines()[-15:]:
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def note(msg):
-    for line in str(msg).splitlines():
-        print("# " + line)
-    sys.stdout.flush()
-
-
-def sh(*args, ns=None, check=True, timeout=20, **kw):
-    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
-    return subprocess.run(cmd, check=check, timeout=timeout,
-                          capture_output=True, text=True, **kw)
-
-
-def mac_of(ns, dev):
-    out = sh("ip", "-n", ns, "-j", "link", "show", "dev", dev).stdout
-    return json.loads(out)[0]["address"]
 
 
 def setup():
@@ -764,17 +745,9 @@ def check_flood(fl):
 
 
 def main():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        print("1..0 # SKIP needs root and iproute2 to make namespaces")
-        return 0
-    try:
-        subprocess.run(["ip", "netns", "add", TAG + "probe"], check=True,
-                       capture_output=True, timeout=10)
-        subprocess.run(["ip", "netns", "del", TAG + "probe"],
-                       capture_output=True, timeout=10)
-    except (subprocess.SubprocessError, OSError) as e:
-        print("1..0 # SKIP this machine cannot make network namespaces "
-              "(%s)" % e)
+    why = netns_unavailable(TAG)
+    if why:
+        print("1..0 # SKIP " + why)
         return 0
     print("1..12")
     tmp = tempfile.mkdtemp(prefix="dpflow-live-l4lb-")

@@ -26,32 +26,21 @@ import shutil
 import subprocess
 import sys
 
+import livelib
+from livelib import Tap
+
 SEND = sys.argv[1]
 NS = "dpftx%d" % (os.getpid() % 100000)
 PY = "/usr/bin/python3"
 
-results = []
-
-
-def tap(ok, what, detail=""):
-    results.append(ok)
-    print("%s %d - %s" % ("ok" if ok else "not ok", len(results), what))
-    if detail and not ok:
-        for line in str(detail).splitlines()[-15:]:
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def skip(what, why):
-    results.append(True)
-    print("ok %d - %s # SKIP %s" % (len(results), what, why))
-    sys.stdout.flush()
+T = Tap()
+results = T.results
+tap = T.ok
+skip = T.skip
 
 
 def sh(*args, check=True, timeout=20):
-    return subprocess.run(["ip", "netns", "exec", NS] + list(args),
-                          check=check, timeout=timeout, capture_output=True,
-                          text=True)
+    return livelib.sh(*args, ns=NS, check=check, timeout=timeout)
 
 
 # Receive frames of ethertype 0x88b5 on an interface for a while; print
@@ -104,15 +93,15 @@ def arrivals(p):
 
 
 def main():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        print("1..0 # SKIP needs root and iproute2 to make namespaces")
+    why = livelib.netns_unavailable(NS)
+    if why:
+        print("1..0 # SKIP " + why)
         return 0
     try:
         subprocess.run(["ip", "netns", "add", NS], check=True,
                        capture_output=True, timeout=10)
     except (subprocess.SubprocessError, OSError) as e:
-        print("1..0 # SKIP this machine cannot make network namespaces "
-              "(%s)" % e)
+        print("1..0 # SKIP cannot make namespace %s (%s)" % (NS, e))
         return 0
     print("1..4")
     procs = []
