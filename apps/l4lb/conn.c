@@ -204,7 +204,6 @@ static inline bool expired(const struct l4lb_conn_table *ct, uint32_t stamp,
 	return age_of(stamp, now_ms) > ct->timeout[STATE_OF(stamp)];
 }
 
-/* Way of @k in bucket @b, or -1. Lock held. */
 /* Bit w set where the bucket's signature w is @sig. */
 static inline unsigned sig_matches(const struct conn_bucket *bk, uint32_t sig)
 {
@@ -254,6 +253,7 @@ static inline void refresh(struct l4lb_conn_table *ct, struct conn_bucket *bk,
 		bk->stamp[w] = STAMP(now_ms, st);
 }
 
+/* Way of @k in bucket @b, or -1. Lock held. */
 static int find_way(struct l4lb_conn_table *ct, uint32_t b,
 		    const struct l4lb_conn_key *k, uint32_t sig,
 		    uint32_t now_ms)

@@ -192,8 +192,7 @@ void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h);
  * Find the live entry of @k (hash @h) at time @now_ms: its id, or
  * L4LB_CONN_NONE. A hit refreshes the entry's stamp (see above: when
  * due) and, when @state is not FREE, moves it to @state (never back from
- * CLOSING). Copies the entry to
- * @out when found (@out may be NULL).
+ * CLOSING). Copies the entry to @out when found (@out may be NULL).
  */
 uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
 			  const struct l4lb_conn_key *k, uint64_t h,
