@@ -43,8 +43,7 @@ struct pkt_work {
 	uint16_t svc;
 	uint8_t kind;
 	uint8_t drop;
-	uint8_t new_state; /* connection state this packet moves to */
-	uint16_t emb_off;  /* ICMP: the embedded IP header */
+	uint16_t emb_off; /* ICMP: the embedded IP header */
 	/* K_FWD: the connection lookup, made for the whole burst before any
 	 * packet is handled (so that the entry misses overlap) */
 	uint32_t conn_id;
