@@ -179,8 +179,8 @@ static uint8_t icmp_classify(const struct lb_view *v, const uint8_t *f,
 	return K_DROP;
 }
 
-static void classify(const struct l4lb *lb, const struct lb_view *v,
-		     struct dpflow_pool *pool, struct pkt_work *w)
+static void classify(const struct lb_view *v, struct dpflow_pool *pool,
+		     struct pkt_work *w)
 {
 	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
 	const struct dpflow_hdr *o = &m->outer;
@@ -228,7 +228,6 @@ static void classify(const struct l4lb *lb, const struct lb_view *v,
 		return;
 	}
 	w->h = l4lb_conn_hash(&w->key);
-	l4lb_conn_prefetch(lb->conns, w->h);
 }
 
 /* ---- rewriting ----------------------------------------------------------
@@ -843,8 +842,16 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	for (unsigned i = 0; i < n; i++) {
 		w[i].idx = idx[i];
 		w[i].drop = 0;
-		classify(lb, v, pool, &w[i]);
+		classify(v, pool, &w[i]);
 	}
+	/* the bucket lines, then the entry lines, each in a loop of its
+	 * own: a prefetch that misses the TLB holds up retirement until its
+	 * page walk ends, and in a short loop many walks are under way at
+	 * once (interleaved with classification, only a few were: 15-20%
+	 * slower at 1M flows) */
+	for (unsigned i = 0; i < n; i++)
+		if (w[i].kind != K_DROP)
+			l4lb_conn_prefetch(lb->conns, w[i].h);
 	for (unsigned i = 0; i < n; i++)
 		if (w[i].kind != K_DROP)
 			l4lb_conn_prefetch_entry(lb->conns, w[i].h);
