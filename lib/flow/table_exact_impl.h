@@ -365,7 +365,8 @@ DPF_HD static DPFLOW_EXACT_INLINE uint32_t dpflow_exact_lookup_chunk_len(
 	return hits;
 }
 
-/* One chunk, with the common 16-byte key length as a constant. */
+/* One chunk, with the common key lengths (16 bytes, an IPv4 address) as
+ * constants. */
 DPF_HD static inline uint32_t
 dpflow_exact_lookup_chunk(const struct dpflow_exact_image *img,
 			  const void *const *keys, uint32_t n,
@@ -373,6 +374,8 @@ dpflow_exact_lookup_chunk(const struct dpflow_exact_image *img,
 {
 	if (img->key_len == 16)
 		return dpflow_exact_lookup_chunk_len(img, keys, n, values, 16);
+	if (img->key_len == 4)
+		return dpflow_exact_lookup_chunk_len(img, keys, n, values, 4);
 	return dpflow_exact_lookup_chunk_len(img, keys, n, values,
 					     img->key_len);
 }
