@@ -18,6 +18,7 @@
 #include <yaml.h>
 
 #include "ctl/yaml_doc.h"
+#include "dpflow/metrics.h"
 
 #include "l4lb/l4lb_config.h"
 #include "l4lb/l4lb_ctl.h"
@@ -373,27 +374,12 @@ char *l4lb_ctl_request(void *arg, const char *cmd, const char *req, size_t len)
 /* ---- Prometheus metrics --------------------------------------------------
  */
 
-static void help(FILE *f, const char *name, const char *type, const char *text)
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
-}
-
-/* A label value with \ and " escaped, newlines as spaces. */
-static void put_label(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', f);
-		fputc(*s == '\n' ? ' ' : *s, f);
-	}
-}
-
 /* NAME{service="SERVICE"[,dir="DIR"] VALUE */
 static void service_sample(FILE *f, const char *name, const char *svc,
 			   const char *dir, uint64_t v)
 {
 	fprintf(f, "%s{service=\"", name);
-	put_label(f, svc);
+	dpflow_metrics_put_label(f, svc);
 	if (dir)
 		fprintf(f, "\",dir=\"%s", dir);
 	fprintf(f, "\"} %llu\n", (unsigned long long)v);
@@ -408,7 +394,7 @@ static void backend_sample(FILE *f, const char *name, const char *svc,
 	inet_ntop(bi->cfg.addr.v6 ? AF_INET6 : AF_INET, bi->cfg.addr.b, a,
 		  sizeof(a));
 	fprintf(f, "%s{service=\"", name);
-	put_label(f, svc);
+	dpflow_metrics_put_label(f, svc);
 	fprintf(f, "\",backend=\"%s%s%s:%u\"} %llu\n",
 		bi->cfg.addr.v6 ? "[" : "", a, bi->cfg.addr.v6 ? "]" : "",
 		bi->cfg.port, (unsigned long long)v);
@@ -439,7 +425,7 @@ void l4lb_metrics_render(void *arg, FILE *f)
 			l4lb_service_stats(lb, s, &st[s]);
 	}
 	for (unsigned k = 0; k < 4; k++) {
-		help(f, snames[k], "counter", shelp[k]);
+		dpflow_metrics_put_help(f, snames[k], "counter", shelp[k]);
 		for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++) {
 			if (!cfg[s])
 				continue;
@@ -479,7 +465,7 @@ void l4lb_metrics_render(void *arg, FILE *f)
 	    "the backend's weight (0: draining)",
 	    "Maglev table slots the backend holds"};
 	for (unsigned k = 0; k < 6; k++) {
-		help(f, bnames[k], btypes[k], bhelp[k]);
+		dpflow_metrics_put_help(f, bnames[k], btypes[k], bhelp[k]);
 		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
 			struct l4lb_backend_info bi;
 			uint64_t v;
@@ -497,13 +483,15 @@ void l4lb_metrics_render(void *arg, FILE *f)
 		}
 	}
 	l4lb_conn_stats_get(l4lb_conns((struct l4lb *)lb), &cs);
-	help(f, "dpflow_l4lb_conn_capacity", "gauge",
-	     "connection table entries (NAT uses two a flow)");
+	dpflow_metrics_put_help(
+	    f, "dpflow_l4lb_conn_capacity", "gauge",
+	    "connection table entries (NAT uses two a flow)");
 	fprintf(f, "dpflow_l4lb_conn_capacity %u\n",
 		l4lb_conn_capacity(l4lb_conns((struct l4lb *)lb)));
-	help(f, "dpflow_l4lb_conn_events_total", "counter",
-	     "connection table: created, replaced (LRU), refused (bucket of "
-	     "established flows), expired (reused)");
+	dpflow_metrics_put_help(
+	    f, "dpflow_l4lb_conn_events_total", "counter",
+	    "connection table: created, replaced (LRU), refused (bucket of "
+	    "established flows), expired (reused)");
 	fprintf(f,
 		"dpflow_l4lb_conn_events_total{event=\"created\"} %llu\n"
 		"dpflow_l4lb_conn_events_total{event=\"replaced\"} %llu\n"
@@ -512,8 +500,8 @@ void l4lb_metrics_render(void *arg, FILE *f)
 		(unsigned long long)cs.created, (unsigned long long)cs.replaced,
 		(unsigned long long)cs.refused, (unsigned long long)cs.expired);
 	l4lb_drops(lb, d);
-	help(f, "dpflow_l4lb_drops_total", "counter",
-	     "packets the balancer dropped, by reason");
+	dpflow_metrics_put_help(f, "dpflow_l4lb_drops_total", "counter",
+				"packets the balancer dropped, by reason");
 	for (unsigned i = 0; i < L4LB_DROP__COUNT; i++)
 		fprintf(f, "dpflow_l4lb_drops_total{reason=\"%s\"} %llu\n",
 			l4lb_drop_name(i), (unsigned long long)d[i]);

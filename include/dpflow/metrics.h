@@ -61,6 +61,15 @@ void dpflow_metrics_close(struct dpflow_metrics *m);
 void dpflow_metrics_app(struct dpflow_metrics *m,
 			void (*render)(void *arg, FILE *f), void *arg);
 
+/*
+ * For @render functions: "# HELP @name @help" and "# TYPE @name @type"
+ * lines, and a label value with \, " and newline escaped as the text
+ * format asks (\\, \" and \n).
+ */
+void dpflow_metrics_put_help(FILE *f, const char *name, const char *type,
+			     const char *help);
+void dpflow_metrics_put_label(FILE *f, const char *value);
+
 /* The exposition text of @ctx (and @rt, may be NULL), malloc'ed and
  * NUL-terminated; NULL when out of memory. Control thread. */
 char *dpflow_metrics_render(struct dpflow_ctx *ctx, struct dpflow_rt *rt,

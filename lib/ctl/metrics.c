@@ -26,8 +26,7 @@ struct dpflow_metrics {
 	unsigned port;
 };
 
-/* A label value with \, " and newline escaped. */
-static void put_label(FILE *f, const char *s)
+void dpflow_metrics_put_label(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\' || *s == '"')
@@ -40,8 +39,8 @@ static void put_label(FILE *f, const char *s)
 	}
 }
 
-static void put_help(FILE *f, const char *name, const char *type,
-		     const char *help)
+void dpflow_metrics_put_help(FILE *f, const char *name, const char *type,
+			     const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -50,14 +49,14 @@ static void put_help(FILE *f, const char *name, const char *type,
 static void ports_family(FILE *f, struct dpflow_ctx *ctx, const char *name,
 			 const char *help, size_t off)
 {
-	put_help(f, name, "counter", help);
+	dpflow_metrics_put_help(f, name, "counter", help);
 	for (unsigned p = 0; p < dpflow_ctx_port_count(ctx); p++) {
 		struct dpflow_port_stats s;
 
 		memset(&s, 0, sizeof(s));
 		dpflow_port_stats_get(dpflow_ctx_port(ctx, p), &s);
 		fprintf(f, "%s{port=\"", name);
-		put_label(f, dpflow_ctx_port_name(ctx, p));
+		dpflow_metrics_put_label(f, dpflow_ctx_port_name(ctx, p));
 		fprintf(f, "\"} %llu\n",
 			(unsigned long long)*(
 			    const uint64_t *)((const char *)&s + off));
@@ -98,7 +97,7 @@ static void render_ports(FILE *f, struct dpflow_ctx *ctx)
 static void pipe_label(FILE *f, const char *name, struct dpflow_pipe *pipe)
 {
 	fprintf(f, "%s{pipe=\"", name);
-	put_label(f, dpflow_pipe_name(pipe));
+	dpflow_metrics_put_label(f, dpflow_pipe_name(pipe));
 	fputs("\"}", f);
 }
 
@@ -113,7 +112,7 @@ static void render_pipes(FILE *f, struct dpflow_ctx *ctx)
 	unsigned n = dpflow_ctx_pipe_count(ctx);
 
 	for (unsigned k = 0; k < 3; k++) {
-		put_help(f, names[k], "counter", helps[k]);
+		dpflow_metrics_put_help(f, names[k], "counter", helps[k]);
 		for (unsigned i = 0; i < n; i++) {
 			struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
 			struct dpflow_pipe_stats s;
@@ -125,7 +124,8 @@ static void render_pipes(FILE *f, struct dpflow_ctx *ctx)
 			fprintf(f, " %llu\n", (unsigned long long)v);
 		}
 	}
-	put_help(f, "dpflow_pipe_entries", "gauge", "Entries installed.");
+	dpflow_metrics_put_help(f, "dpflow_pipe_entries", "gauge",
+				"Entries installed.");
 	for (unsigned i = 0; i < n; i++) {
 		struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
 
@@ -141,9 +141,10 @@ static void render_entries(FILE *f, struct dpflow_ctx *ctx)
 		const char *name = k ? "dpflow_entry_bytes_total"
 				     : "dpflow_entry_packets_total";
 
-		put_help(f, name, "counter",
-			 k ? "Bytes that hit the entry (slot)."
-			   : "Packets that hit the entry (slot).");
+		dpflow_metrics_put_help(
+		    f, name, "counter",
+		    k ? "Bytes that hit the entry (slot)."
+		      : "Packets that hit the entry (slot).");
 		for (unsigned i = 0; i < dpflow_ctx_pipe_count(ctx); i++) {
 			struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
 
@@ -157,7 +158,8 @@ static void render_entries(FILE *f, struct dpflow_ctx *ctx)
 				if (!en || dpflow_entry_counter(en, &c))
 					continue;
 				fprintf(f, "%s{pipe=\"", name);
-				put_label(f, dpflow_pipe_name(pipe));
+				dpflow_metrics_put_label(
+				    f, dpflow_pipe_name(pipe));
 				fprintf(
 				    f, "\",entry=\"%u\"} %llu\n", e,
 				    (unsigned long long)(k ? c.bytes : c.pkts));
@@ -171,8 +173,8 @@ static void render_drops(FILE *f, struct dpflow_ctx *ctx)
 	uint64_t d[DPFLOW_DROP__COUNT];
 
 	dpflow_ctx_drops(ctx, d);
-	put_help(f, "dpflow_drops_total", "counter",
-		 "Packets dropped, by reason.");
+	dpflow_metrics_put_help(f, "dpflow_drops_total", "counter",
+				"Packets dropped, by reason.");
 	for (unsigned r = 1; r < DPFLOW_DROP__COUNT; r++)
 		fprintf(f, "dpflow_drops_total{reason=\"%s\"} %llu\n",
 			dpflow_drop_name(r), (unsigned long long)d[r]);
@@ -203,7 +205,7 @@ static void render_workers(FILE *f, struct dpflow_rt *rt)
 	unsigned n = dpflow_rt_workers(rt);
 
 	for (unsigned k = 0; k < 9; k++) {
-		put_help(f, names[k], "counter", helps[k]);
+		dpflow_metrics_put_help(f, names[k], "counter", helps[k]);
 		for (unsigned w = 0; w < n; w++) {
 			struct dpflow_worker_stats s;
 			uint64_t v[9];
