@@ -1,8 +1,8 @@
 /*
  * The balancer's control side (l4lb.h): services and backends edited in
  * a private copy of the view, Maglev tables rebuilt for the services that
- * changed, the root pipes' address entries replaced in one batch, and the
- * new view published by pointer swap after a grace period.
+ * changed, and the new view published by pointer swap after a grace
+ * period.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,14 +14,6 @@
 
 #include "l4lb/lb_internal.h"
 #include "l4lb/maglev.h"
-
-/* addresses (a VIP and a SNAT address per service); the pipe holds two
- * sets, since a commit replaces every entry in one batch */
-#define ROOT_ADDRS     (2u * L4LB_SERVICES_MAX)
-#define ROOT_PIPE_SIZE (2u * ROOT_ADDRS)
-DPFLOW_STATIC_ASSERT(sizeof(((struct l4lb *)0)->vip_entry) ==
-			 4 * ROOT_PIPE_SIZE * sizeof(struct dpflow_entry *),
-		     "a handle for every slot of the four root pipes");
 
 static const uint8_t zero_mac[6];
 
@@ -69,44 +61,45 @@ static const struct lb_view *cur(const struct l4lb *lb)
 }
 
 /*
- * The pipes on input port @port (@i: 0 client, 1 backend): a root BASIC
- * pipe matching outer.ipv4.dst whose miss goes to a BASIC pipe matching
- * outer.ipv6.dst; hits of either go to the handler, misses of the second
- * are dropped. Exact-match pipes: a hash lookup a packet.
+ * The root pipe of input port @port (@i: 0 client, 1 backend): a
+ * match-all BASIC pipe (no per-entry fields) whose one entry hands every
+ * packet to the handler. The handler's service lookup already tells the
+ * balancer's packets (to a VIP, to a SNAT address, ICMP errors about a
+ * flow) from the rest, which it drops and counts; a root matching the
+ * addresses would look each packet up twice (about 20 cycles a packet).
  */
 static int root_pipe(struct l4lb *lb, unsigned i, uint16_t port,
 		     struct dpflow_error *err)
 {
-	for (int fam = 1; fam >= 0; fam--) {
-		struct dpflow_pipe_cfg pc;
-		char name[DPFLOW_NAME_MAX];
+	struct dpflow_pipe_cfg pc;
+	struct dpflow_entry_cfg e;
+	struct dpflow_queue *q;
+	char name[DPFLOW_NAME_MAX];
+	int rc;
 
-		memset(&pc, 0, sizeof(pc));
-		snprintf(name, sizeof(name), "l4lb_in%u_%s", i,
-			 fam ? "ipv6" : "ipv4");
-		pc.name = name;
-		pc.type = DPFLOW_PIPE_BASIC;
-		pc.root = fam == 0;
-		pc.port = port;
-		pc.size = ROOT_PIPE_SIZE;
-		pc.match.n = 1;
-		pc.match.f[0].field = fam ? DPFLOW_FIELD_OUTER_IPV6_DST
-					  : DPFLOW_FIELD_OUTER_IPV4_DST;
-		pc.match.f[0].per_entry = true;
-		pc.fwd.kind = DPFLOW_FWD_HANDLER;
-		pc.fwd.handler = l4lb_handle;
-		pc.fwd.handler_arg = lb;
-		if (fam) {
-			pc.miss_fwd.kind = DPFLOW_FWD_DROP;
-		} else {
-			pc.miss_fwd.kind = DPFLOW_FWD_PIPE;
-			pc.miss_fwd.pipe = lb->root[i][1];
-		}
-		lb->root[i][fam] = dpflow_pipe_create(lb->ctx, &pc, err);
-		if (!lb->root[i][fam])
-			return -EINVAL;
-	}
-	return 0;
+	memset(&pc, 0, sizeof(pc));
+	snprintf(name, sizeof(name), "l4lb_in%u", i);
+	pc.name = name;
+	pc.type = DPFLOW_PIPE_BASIC;
+	pc.root = true;
+	pc.port = port;
+	pc.size = 1;
+	pc.fwd.kind = DPFLOW_FWD_HANDLER;
+	pc.fwd.handler = l4lb_handle;
+	pc.fwd.handler_arg = lb;
+	pc.miss_fwd.kind = DPFLOW_FWD_DROP;
+	lb->root[i] = dpflow_pipe_create(lb->ctx, &pc, err);
+	if (!lb->root[i])
+		return -EINVAL;
+	q = dpflow_queue_create(lb->ctx, err);
+	if (!q)
+		return -ENOMEM;
+	memset(&e, 0, sizeof(e));
+	rc = dpflow_entry_add(q, lb->root[i], &e, NULL, err)
+		 ? dpflow_entries_process(q, NULL, err)
+		 : -ENOSPC;
+	dpflow_queue_destroy(q);
+	return rc;
 }
 
 struct l4lb *l4lb_create(struct dpflow_ctx *ctx, const struct l4lb_cfg *cfg,
@@ -148,9 +141,6 @@ struct l4lb *l4lb_create(struct dpflow_ctx *ctx, const struct l4lb_cfg *cfg,
 		goto fail;
 	}
 	memset(lb->shards, 0, DPFLOW_THREAD_SHARDS * sizeof(*lb->shards));
-	lb->q = dpflow_queue_create(ctx, err);
-	if (!lb->q)
-		goto fail;
 	if (root_pipe(lb, 0, cfg->client_port, err))
 		goto fail;
 	if (cfg->backend_port != cfg->client_port &&
@@ -166,8 +156,6 @@ void l4lb_destroy(struct l4lb *lb)
 {
 	if (!lb)
 		return;
-	if (lb->q)
-		dpflow_queue_destroy(lb->q);
 	lb_health_free(lb);
 	view_free(lb->next, lb->view);
 	view_free(lb->view, NULL);
@@ -482,67 +470,8 @@ static void hashes_rebuild(struct lb_view *v)
 	}
 }
 
-/* An address the root pipes send to the handler. */
-static void addr_entry(const struct l4lb_addr *a, struct dpflow_entry_cfg *e)
-{
-	memset(e, 0, sizeof(*e));
-	memcpy(e->key, a->b, a->v6 ? 16 : 4);
-}
-
-/* Replace the root pipes' entries with @v's VIP and SNAT addresses:
- * queue the removals and the adds, the new handles into @added. */
-static int roots_update(struct l4lb *lb, const struct lb_view *v,
-			struct dpflow_entry *added[2][2][ROOT_PIPE_SIZE],
-			struct dpflow_error *err)
-{
-	struct l4lb_addr addrs[ROOT_ADDRS];
-	unsigned n = 0;
-
-	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
-		const struct l4lb_service_cfg *c = &v->svc[s].cfg;
-		const struct l4lb_addr *cand[2] = {&c->vip, &c->snat};
-
-		if (!v->svc[s].used)
-			continue;
-		for (unsigned k = 0; k < (c->mode == L4LB_MODE_NAT ? 2u : 1u);
-		     k++) {
-			bool dup = false;
-
-			for (unsigned i = 0; i < n && !dup; i++)
-				dup = addr_eq(&addrs[i], cand[k]);
-			if (!dup)
-				addrs[n++] = *cand[k];
-		}
-	}
-	for (unsigned r = 0; r < 4; r++) {
-		struct dpflow_pipe *pipe = lb->root[r / 2][r % 2];
-		struct dpflow_entry **ents = lb->vip_entry[r / 2][r % 2];
-
-		if (!pipe)
-			continue;
-		for (unsigned i = 0; i < ROOT_PIPE_SIZE; i++)
-			if (ents[i] &&
-			    dpflow_entry_remove(lb->q, ents[i], NULL))
-				return dpflow_error_set(err, ENOSPC, NULL,
-							"entry queue full");
-		for (unsigned i = 0, k = 0; i < n; i++) {
-			struct dpflow_entry_cfg e;
-
-			if (addrs[i].v6 != r % 2)
-				continue;
-			addr_entry(&addrs[i], &e);
-			added[r / 2][r % 2][k] =
-			    dpflow_entry_add(lb->q, pipe, &e, NULL, err);
-			if (!added[r / 2][r % 2][k++])
-				return err->code ? -err->code : -ENOSPC;
-		}
-	}
-	return 0;
-}
-
 int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
 {
-	struct dpflow_entry *added[2][2][ROOT_PIPE_SIZE] = {0};
 	struct lb_view *v = lb->next, *old;
 	int rc;
 
@@ -562,14 +491,6 @@ int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
 			lb_encap_template(&v->be[b],
 					  &v->svc[v->be[b].service].cfg,
 					  lb->cfg.backend_mac);
-	rc = roots_update(lb, v, added, err);
-	if (rc)
-		dpflow_queue_discard(lb->q); /* what it queued before failing */
-	else
-		rc = dpflow_entries_process(lb->q, NULL, err);
-	if (rc)
-		goto undo;
-	memcpy(lb->vip_entry, added, sizeof(lb->vip_entry));
 	old = lb->view;
 	__atomic_store_n(&lb->view, v, __ATOMIC_RELEASE);
 	lb->next = NULL;

@@ -61,13 +61,11 @@ struct l4lb {
 	/* control side: the next view being edited, and what changed */
 	struct lb_view *next;
 	bool svc_dirty[L4LB_SERVICES_MAX];
-	/* per input port (client, backend): [0] the root pipe, exact match
-	 * on outer.ipv4.dst; [1] its miss pipe on outer.ipv6.dst */
-	struct dpflow_pipe *root[2][2];
-	struct dpflow_queue *q;
+	/* the root pipe of each input port (client, backend): match-all,
+	 * to the handler */
+	struct dpflow_pipe *root[2];
 	struct lb_health *health; /* per backend id, lb_health.c */
 	uint16_t backend_gen;	  /* the last generation given */
-	struct dpflow_entry *vip_entry[2][2][4 * L4LB_SERVICES_MAX];
 };
 
 struct lb_health;

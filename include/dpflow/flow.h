@@ -156,7 +156,8 @@ uint32_t dpflow_ctx_shared_counters(const struct dpflow_ctx *ctx);
 /* ---- pipes -------------------------------------------------------------- */
 
 enum dpflow_pipe_type {
-	DPFLOW_PIPE_BASIC,   /* exact match */
+	DPFLOW_PIPE_BASIC,   /* exact match (no per-entry fields: match-all,
+				one entry with an empty key) */
 	DPFLOW_PIPE_CONTROL, /* masked, priorities, small */
 	DPFLOW_PIPE_ACL,     /* masked and ranges, priorities, large */
 	DPFLOW_PIPE_LPM,     /* longest prefix on one address field */

@@ -163,7 +163,7 @@ static int parse_match(struct loader *L, const struct ynode *x,
 {
 	static const char *const keys[] = {"field", "value", "mask", NULL};
 
-	if (!y_is_seq(x) || y_len(x) == 0)
+	if (!y_is_seq(x))
 		return yerr(&L->d, x, EINVAL, "expected a list of fields");
 	if (y_len(x) > DPFLOW_MATCH_FIELDS_MAX)
 		return yerr(&L->d, x, EINVAL, "at most %d match fields",

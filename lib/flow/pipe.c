@@ -508,7 +508,11 @@ static int check_match(struct dpflow_pipe *pipe, struct dpflow_error *err)
 			    pipe->name);
 		return 0;
 	}
-	if (n_entry == 0 && pipe->cfg.type != DPFLOW_PIPE_CONTROL)
+	/* BASIC without per-entry fields: a match-all pipe (one entry at
+	 * most, with an empty key, which every packet that passes the
+	 * constant fields takes) */
+	if (n_entry == 0 && pipe->cfg.type != DPFLOW_PIPE_CONTROL &&
+	    pipe->cfg.type != DPFLOW_PIPE_BASIC)
 		return dpflow_error_set(err, EINVAL, "match",
 					"a %s pipe needs at least one "
 					"per-entry match field",

@@ -345,19 +345,32 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 
 	memcpy(idxs, s->pipe_in[pipe->id].idx, n * sizeof(idxs[0]));
 	s->pipe_in[pipe->id].n = 0;
-	for (uint16_t i = 0; i < n; i++) {
-		struct dpflow_pkt_meta *m =
-		    dpflow_pool_meta(ctx->pool, idxs[i]);
-		const uint8_t *frame = dpflow_pkt_data(ctx->pool, idxs[i]);
+	if (pipe->key_len == 0) {
+		/* no per-entry fields (a match-all pipe): every packet has
+		 * the same empty key, which tables read as zero words */
+		memset(s->keys[0], 0, 8);
+		if (n)
+			pipe->kind->lookup(pipe, image, &s->keys[0][0], 1,
+					   s->values);
+		for (uint16_t i = 1; i < n; i++)
+			s->values[i] = s->values[0];
+	} else {
+		for (uint16_t i = 0; i < n; i++) {
+			struct dpflow_pkt_meta *m =
+			    dpflow_pool_meta(ctx->pool, idxs[i]);
+			const uint8_t *frame =
+			    dpflow_pkt_data(ctx->pool, idxs[i]);
 
-		if (i + 4 < n)
-			DPFLOW_PREFETCH(
-			    dpflow_pool_meta(ctx->pool, idxs[i + 4]));
-		/* tables read keys in whole words: clear the padding too */
-		memset(s->keys[i], 0, (pipe->key_len + 7u) & ~7u);
-		build_key(pipe, frame, m, s->keys[i]);
+			if (i + 4 < n)
+				DPFLOW_PREFETCH(
+				    dpflow_pool_meta(ctx->pool, idxs[i + 4]));
+			/* tables read keys in whole words: clear the padding
+			 * too */
+			memset(s->keys[i], 0, (pipe->key_len + 7u) & ~7u);
+			build_key(pipe, frame, m, s->keys[i]);
+		}
+		pipe->kind->lookup(pipe, image, &s->keys[0][0], n, s->values);
 	}
-	pipe->kind->lookup(pipe, image, &s->keys[0][0], n, s->values);
 	/* start loading what the hits will read: their counter shard, their
 	 * data-path state and, with actions or per-entry forwarding, the
 	 * entry's values (written out here: GCC drops a call to a function

@@ -28,8 +28,9 @@ Case groups (one `dpflow run` each, the drops one run per case):
              and IPv6 (UDP checksum); padding/trailer left out; ICMP
              errors about DSR flows encapsulated whole
   dsr-family IPv4 encap_src with an IPv6 backend (refused or not sent)
-  drops      no_service, flow_miss_drop, fragment, icmp_without_connection,
-             icmp_malformed, reply_without_connection
+  drops      no_service, not_ip, fragment, icmp_without_connection,
+             icmp_malformed, reply_without_connection (the root pipe hands
+             every packet to the balancer: none is a flow_miss_drop)
   spread     300 flows over weights 1:3: same backend in two runs, share,
              unique SNAT ports, every SYN/ACK back to its client
   sticky     SYN + 5 ACKs: one backend and SNAT port, new flows 1
@@ -934,12 +935,13 @@ def drop_cases():
         ("UDP to a TCP-only VIP: no_service", "client",
          c(IP(src="203.0.113.50", dst="192.0.2.10")
            / UDP(sport=43000, dport=80)), {"no_service": 1}, 0),
-        ("TCP to an address that is no VIP: flow_miss_drop", "client",
+        ("TCP to an address that is no VIP: no_service", "client",
          c(IP(src="203.0.113.50", dst="192.0.2.99")
-           / TCP(sport=43000, dport=80, flags="S")), {}, 1),
-        ("ARP: flow_miss_drop", "client",
+           / TCP(sport=43000, dport=80, flags="S")), {"no_service": 1}, 0),
+        ("ARP: not_ip", "client",
          Ether(dst="ff:ff:ff:ff:ff:ff", src=CPEER)
-         / ARP(psrc="192.0.2.1", pdst="192.0.2.10", hwsrc=CPEER), {}, 1),
+         / ARP(psrc="192.0.2.1", pdst="192.0.2.10", hwsrc=CPEER),
+         {"not_ip": 1}, 0),
         ("IPv4 first fragment to a VIP: fragment", "client",
          c(IP(src="203.0.113.50", dst="192.0.2.10", flags="MF", proto=6,
               id=77) / Raw(frag_tcp)), {"fragment": 1}, 0),
