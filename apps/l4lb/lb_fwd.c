@@ -179,8 +179,30 @@ static uint8_t icmp_classify(const struct lb_view *v, const uint8_t *f,
 	return K_DROP;
 }
 
+/*
+ * The last destination (address, protocol, port) a burst looked up and
+ * what it found: the packets of a burst mostly go to one VIP (or, on the
+ * backend port, to one SNAT address), and the lookup costs about ten
+ * cycles a packet. The view does not change during a burst.
+ */
+struct dst_memo {
+	uint8_t dst[16];
+	uint16_t port;
+	uint8_t proto;
+	uint8_t v6; /* 0xff: empty */
+	uint8_t kind;
+	uint16_t svc;
+};
+
+static bool memo_hit(const struct dst_memo *mm, const uint8_t dst[16],
+		     uint8_t v6, uint8_t proto, uint16_t port)
+{
+	return mm->v6 == v6 && mm->proto == proto && mm->port == port &&
+	       (v6 ? !memcmp(mm->dst, dst, 16) : !memcmp(mm->dst, dst, 4));
+}
+
 static void classify(const struct lb_view *v, struct dpflow_pool *pool,
-		     struct pkt_work *w)
+		     struct pkt_work *w, struct dst_memo *mm)
 {
 	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
 	const struct dpflow_hdr *o = &m->outer;
@@ -197,8 +219,20 @@ static void classify(const struct lb_view *v, struct dpflow_pool *pool,
 		return;
 	}
 	if (o->l4_type == DPFLOW_L4_TCP || o->l4_type == DPFLOW_L4_UDP) {
-		w->svc = lb_svc_lookup(v, o->dst, v6, o->proto, o->dport);
-		if (w->svc != SVC_NONE) {
+		if (!memo_hit(mm, o->dst, v6, o->proto, o->dport)) {
+			memcpy(mm->dst, o->dst, 16);
+			mm->port = o->dport;
+			mm->proto = o->proto;
+			mm->v6 = v6;
+			mm->svc =
+			    lb_svc_lookup(v, o->dst, v6, o->proto, o->dport);
+			mm->kind = mm->svc != SVC_NONE ? K_FWD
+				   : lb_snat_lookup(v, o->dst, v6) != SVC_NONE
+				       ? K_REPLY
+				       : K_DROP;
+		}
+		w->svc = mm->svc;
+		if (mm->kind == K_FWD) {
 			w->kind = K_FWD;
 			/* DSR: the outer headers go in front of the frame */
 			if (v->svc[w->svc].cfg.mode != L4LB_MODE_NAT) {
@@ -208,7 +242,7 @@ static void classify(const struct lb_view *v, struct dpflow_pool *pool,
 				__builtin_prefetch(f - 1, 1, 3);
 				__builtin_prefetch(f - ENCAP_HLEN_MAX, 1, 3);
 			}
-		} else if (lb_snat_lookup(v, o->dst, v6) != SVC_NONE) {
+		} else if (mm->kind == K_REPLY) {
 			w->kind = K_REPLY;
 		} else {
 			w->drop = L4LB_DROP_NO_SERVICE;
@@ -831,6 +865,7 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	/* the TSC clock: CLOCK_MONOTONIC_RAW is a system call on some VMs */
 	uint32_t now_ms = (uint32_t)(dpflow_clock_ns() / 1000000u);
 	struct pkt_work w[FWD_BURST_MAX];
+	struct dst_memo memo = {.v6 = 0xff};
 	struct fwd_out out;
 
 	while (n > FWD_BURST_MAX) {
@@ -842,7 +877,7 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	for (unsigned i = 0; i < n; i++) {
 		w[i].idx = idx[i];
 		w[i].drop = 0;
-		classify(v, pool, &w[i]);
+		classify(v, pool, &w[i], &memo);
 	}
 	/* the bucket lines, then the entry lines, each in a loop of its
 	 * own: a prefetch that misses the TLB holds up retirement until its

@@ -1046,6 +1046,51 @@ Test(l4lb_app, handshake_in_one_burst)
 	fx_fini(&f);
 }
 
+/*
+ * One burst of packets to alternating destinations: VIP:80 (the service),
+ * VIP:81 (only the port differs: no service), 192.0.2.99:81 (only the
+ * address differs), the SNAT address:81 from the client side (a reply
+ * without connection). The handler remembers a burst's last destination
+ * and what it was; each packet must still be classified by its own.
+ */
+Test(l4lb_app, mixed_destinations_in_one_burst)
+{
+	static const struct {
+		uint32_t dst;
+		uint16_t port;
+	} to[4] = {{VIP, VPORT},
+		   {VIP, VPORT + 1},
+		   {0xc0000263u, VPORT + 1}, /* 192.0.2.99 */
+		   {SNAT, VPORT + 1}};
+	uint8_t fr[FRAME_MAX];
+	struct fx f;
+	unsigned fwd = 0;
+
+	fx_init(&f, 65536, 0);
+	add_web(&f, L4LB_MODE_NAT, 3);
+	outs_reset(&f);
+	for (uint32_t i = 0; i < 60; i++) {
+		unsigned k = i % 4;
+
+		push(&f, fr,
+		     tcp4_frame(fr, client_addr(i), client_port(i), to[k].dst,
+				to[k].port, TCP_SYN, i));
+		fwd += k == 0;
+	}
+	flush(&f);
+	cr_assert_eq(f.n_outs, fwd, "%u frames forwarded, %u expected",
+		     f.n_outs, fwd);
+	for (unsigned k = 0; k < f.n_outs; k++) {
+		cr_assert_eq(f.outs[k].seq % 4, 0, "frame of packet %u sent",
+			     f.outs[k].seq);
+		cr_assert_eq(f.outs[k].dport, BE_PORT);
+		cr_assert(f.outs[k].csum_ok);
+	}
+	cr_assert_eq(drop_count(&f, L4LB_DROP_NO_SERVICE), 2 * fwd);
+	cr_assert_eq(drop_count(&f, L4LB_DROP_REPLY_NO_CONN), fwd);
+	fx_fini(&f);
+}
+
 static void drain_and_remove(uint8_t mode)
 {
 	const uint32_t A = BE_NET + 2, B = BE_NET + 1; /* drained, removed */
