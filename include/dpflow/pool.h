@@ -13,7 +13,12 @@
  * chosen at creation (default: huge pages when available, else plain pages).
  *
  * Allocation and free go through a multi-producer/multi-consumer ring of
- * free indices: any thread may alloc or free, and no allocator call is made
+ * free indices, with a cache per thread in front of it (pools of 128
+ * slots or more; up to n_slots / 8 and 512 slots a thread, as DPDK's
+ * mempool caches): a thread takes the slots it freed last first, while
+ * they are in cache. A thread's cache goes back to the ring when the
+ * thread ends or turns to another pool; dpflow_pool_avail() counts the
+ * caches too. Any thread may alloc or free, and no allocator call is made
  * after creation. Freeing an index twice, or one not from this pool, is a
  * caller bug (caught by dpflow_pool_check() in tests).
  */
@@ -85,7 +90,8 @@ size_t dpflow_pool_region_size(const struct dpflow_pool *pool);
 
 /*
  * Consistency check for tests (not thread-safe): every index appears at
- * most once in the free ring and is < n_slots. Returns 0 or -EINVAL.
+ * most once in the free ring and the threads' caches, and is < n_slots.
+ * Returns 0 or -EINVAL.
  */
 int dpflow_pool_check(struct dpflow_pool *pool);
 

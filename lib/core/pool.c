@@ -5,14 +5,17 @@
  * data path reads base/stride straight from the handle and the rest stays
  * private. Free slots are indices in a multi-producer/multi-consumer ring
  * sized to the next power of two >= n_slots, filled with every index at
- * create; alloc and free are a ring dequeue and enqueue. No allocator call
- * after create.
+ * create. In front of it each thread keeps a cache of free slots (a
+ * stack, as DPDK's per-core mempool caches): a slot freed is taken again
+ * first, while its lines are in cache, and the ring is touched once every
+ * few bursts. No allocator call after create.
  *
  * The default provider maps anonymous memory: huge pages (MAP_HUGETLB)
  * when the region is 2 MiB or more and some are reserved, else normal
  * pages (with a transparent huge page hint). Either is zeroed by the kernel.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +31,42 @@
 #define POOL_DATA_ROOM_MIN  64
 #define POOL_PREFETCH_AHEAD 4
 #define HUGE_PAGE_SIZE	    (2u << 20)
+/* a thread's cache: at most this many slots, and n_slots / 8 (small pools
+ * keep their slots where every thread can reach them) */
+#define POOL_CACHE_MAX 512u
+
+struct pool;
+
+/*
+ * One thread's cache of one pool's free slots (thread-local). The pool
+ * lists the caches that hold its slots (under caches_lock), so that a
+ * pool's free count sees them, its check scans them, and its destroy
+ * detaches them; a thread's cache goes back to the ring when the thread
+ * exits or turns to another pool.
+ */
+struct pool_cache {
+	struct pool *pool; /* whose slots (atomic: destroy clears it) */
+	unsigned n;
+	struct pool_cache *next; /* in pool->caches */
+	uint32_t idx[POOL_CACHE_MAX];
+};
 
 struct pool {
 	struct dpflow_pool pub; /* first: the handle callers hold */
 	struct dpflow_ring *free_ring;
+	unsigned cache_cap;	   /* slots a thread's cache holds; 0: none */
+	struct pool_cache *caches; /* under caches_lock */
 	size_t region_size;
 	struct dpflow_mem_provider provider;
 	/* Frees that found the free ring full: double frees (see check). */
 	atomic_uint free_overflow;
 	char name[POOL_NAME_MAX];
 };
+
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t cache_key;
+static __thread struct pool_cache thread_cache;
 
 static inline struct pool *pool_priv(struct dpflow_pool *pool)
 {
@@ -179,6 +208,10 @@ struct dpflow_pool *dpflow_pool_create(const struct dpflow_pool_params *p,
 		strncpy(pp->name, p->name, sizeof(pp->name) - 1);
 	pp->provider = p->provider ? *p->provider : default_provider;
 	atomic_init(&pp->free_overflow, 0);
+	pp->cache_cap =
+	    p->n_slots / 8 < POOL_CACHE_MAX ? p->n_slots / 8 : POOL_CACHE_MAX;
+	if (pp->cache_cap < 16)
+		pp->cache_cap = 0;
 
 	pp->pub.n_slots = p->n_slots;
 	pp->pub.headroom =
@@ -242,6 +275,17 @@ void dpflow_pool_destroy(struct dpflow_pool *pool)
 	if (!pool)
 		return;
 	pp = pool_priv(pool);
+	/* threads' caches of its slots are forgotten */
+	pthread_mutex_lock(&caches_lock);
+	while (pp->caches) {
+		struct pool_cache *c = pp->caches;
+
+		pp->caches = c->next;
+		c->n = 0;
+		c->next = NULL;
+		__atomic_store_n(&c->pool, NULL, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&caches_lock);
 	pp->provider.free(pool->base, pp->region_size, pp->provider.arg);
 	dpflow_ring_destroy(pp->free_ring);
 	free(pp);
@@ -272,28 +316,12 @@ static void reset_meta(struct dpflow_pool *pool, const uint32_t *idx,
 	}
 }
 
-int dpflow_pool_alloc_bulk(struct dpflow_pool *pool, uint32_t *idx, unsigned n)
-{
-	if (n == 0)
-		return 0;
-	if (dpflow_ring_dequeue_bulk(pool_priv(pool)->free_ring, idx, n) != n)
-		return -ENOBUFS;
-	reset_meta(pool, idx, n);
-	return 0;
-}
+/* ---- per-thread caches ---------------------------------------------------
+ */
 
-unsigned dpflow_pool_alloc_burst(struct dpflow_pool *pool, uint32_t *idx,
-				 unsigned n)
+/* Free @n indices to @pp's ring; a full ring means a double free. */
+static void ring_put(struct pool *pp, const uint32_t *idx, unsigned n)
 {
-	n = dpflow_ring_dequeue_burst(pool_priv(pool)->free_ring, idx, n);
-	reset_meta(pool, idx, n);
-	return n;
-}
-
-void dpflow_pool_free_bulk(struct dpflow_pool *pool, const uint32_t *idx,
-			   unsigned n)
-{
-	struct pool *pp = pool_priv(pool);
 	unsigned done = dpflow_ring_enqueue_burst(pp->free_ring, idx, n);
 
 	/*
@@ -310,9 +338,154 @@ void dpflow_pool_free_bulk(struct dpflow_pool *pool, const uint32_t *idx,
 	}
 }
 
+/* Give @c's slots back to its pool and leave the pool's list. Lock held. */
+static void cache_detach(struct pool_cache *c)
+{
+	struct pool *pp = __atomic_load_n(&c->pool, __ATOMIC_RELAXED);
+	struct pool_cache **at;
+
+	if (!pp)
+		return;
+	ring_put(pp, c->idx, c->n);
+	c->n = 0;
+	for (at = &pp->caches; *at && *at != c; at = &(*at)->next)
+		;
+	if (*at)
+		*at = c->next;
+	c->next = NULL;
+	__atomic_store_n(&c->pool, NULL, __ATOMIC_RELAXED);
+}
+
+/* A thread ends: its cache goes back to its pool. */
+static void cache_thread_exit(void *arg)
+{
+	pthread_mutex_lock(&caches_lock);
+	cache_detach(arg);
+	pthread_mutex_unlock(&caches_lock);
+}
+
+static void cache_key_make(void)
+{
+	(void)pthread_key_create(&cache_key, cache_thread_exit);
+}
+
+/* The calling thread's cache of @pp's slots, or NULL (no caching). */
+static struct pool_cache *cache_of(struct pool *pp)
+{
+	struct pool_cache *c = &thread_cache;
+
+	if (DPFLOW_LIKELY(__atomic_load_n(&c->pool, __ATOMIC_RELAXED) == pp))
+		return c;
+	if (!pp->cache_cap)
+		return NULL;
+	pthread_once(&cache_key_once, cache_key_make);
+	pthread_mutex_lock(&caches_lock);
+	cache_detach(c); /* the slots of another pool */
+	c->next = pp->caches;
+	pp->caches = c;
+	__atomic_store_n(&c->pool, pp, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&caches_lock);
+	(void)pthread_setspecific(cache_key, c);
+	return c;
+}
+
+/* Take @n slots from @c, refilling it from the ring (half full and @n);
+ * all or none. */
+static bool cache_take(struct pool *pp, struct pool_cache *c, uint32_t *idx,
+		       unsigned n)
+{
+	if (c->n < n) {
+		unsigned want = pp->cache_cap / 2 + n - c->n;
+
+		if (want > pp->cache_cap - c->n)
+			want = pp->cache_cap - c->n;
+		c->n += dpflow_ring_dequeue_burst(pp->free_ring, c->idx + c->n,
+						  want);
+		if (c->n < n)
+			return false;
+	}
+	c->n -= n;
+	memcpy(idx, c->idx + c->n, (size_t)n * sizeof(*idx));
+	return true;
+}
+
+/* Put @n slots on @c, first sending all but half of it to the ring when
+ * they would not fit. */
+static void cache_put(struct pool *pp, struct pool_cache *c,
+		      const uint32_t *idx, unsigned n)
+{
+	if (c->n + n > pp->cache_cap) {
+		unsigned keep = pp->cache_cap / 2;
+
+		ring_put(pp, c->idx + keep, c->n - keep);
+		c->n = keep;
+	}
+	memcpy(c->idx + c->n, idx, (size_t)n * sizeof(*idx));
+	c->n += n;
+}
+
+int dpflow_pool_alloc_bulk(struct dpflow_pool *pool, uint32_t *idx, unsigned n)
+{
+	struct pool *pp = pool_priv(pool);
+	struct pool_cache *c;
+
+	if (n == 0)
+		return 0;
+	c = cache_of(pp);
+	if (c && n <= pp->cache_cap / 2) {
+		if (!cache_take(pp, c, idx, n))
+			return -ENOBUFS;
+	} else if (dpflow_ring_dequeue_bulk(pp->free_ring, idx, n) != n) {
+		return -ENOBUFS;
+	}
+	reset_meta(pool, idx, n);
+	return 0;
+}
+
+unsigned dpflow_pool_alloc_burst(struct dpflow_pool *pool, uint32_t *idx,
+				 unsigned n)
+{
+	struct pool *pp = pool_priv(pool);
+	struct pool_cache *c = n ? cache_of(pp) : NULL;
+
+	if (c && n <= pp->cache_cap / 2) {
+		if (!cache_take(pp, c, idx, n)) {
+			/* fewer than @n anywhere: what the cache has */
+			n = c->n;
+			c->n = 0;
+			memcpy(idx, c->idx, (size_t)n * sizeof(*idx));
+		}
+	} else {
+		n = dpflow_ring_dequeue_burst(pp->free_ring, idx, n);
+	}
+	reset_meta(pool, idx, n);
+	return n;
+}
+
+void dpflow_pool_free_bulk(struct dpflow_pool *pool, const uint32_t *idx,
+			   unsigned n)
+{
+	struct pool *pp = pool_priv(pool);
+	struct pool_cache *c = n ? cache_of(pp) : NULL;
+
+	if (c && n <= pp->cache_cap / 2)
+		cache_put(pp, c, idx, n);
+	else
+		ring_put(pp, idx, n);
+}
+
 unsigned dpflow_pool_avail(const struct dpflow_pool *pool)
 {
-	return dpflow_ring_count(pool_cpriv(pool)->free_ring);
+	const struct pool *pp = pool_cpriv(pool);
+	unsigned n = dpflow_ring_count(pp->free_ring);
+
+	if (!pp->cache_cap)
+		return n;
+	pthread_mutex_lock(&caches_lock);
+	for (const struct pool_cache *c = pp->caches; c; c = c->next)
+		n += __atomic_load_n(&c->n, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&caches_lock);
+	return n;
 }
 
 const char *dpflow_pool_name(const struct dpflow_pool *pool)
@@ -323,6 +496,21 @@ const char *dpflow_pool_name(const struct dpflow_pool *pool)
 size_t dpflow_pool_region_size(const struct dpflow_pool *pool)
 {
 	return pool_cpriv(pool)->region_size;
+}
+
+/* Note free index @x in @seen; -EINVAL (logged) when bad or seen. */
+static int check_one(const struct pool *pp, uint8_t *seen, uint32_t x)
+{
+	if (x >= pp->pub.n_slots) {
+		DPFLOW_LOG_ERR("pool", "%s: free index %u >= n_slots %u",
+			       pp->name, x, pp->pub.n_slots);
+		return -EINVAL;
+	}
+	if (seen[x]++) {
+		DPFLOW_LOG_ERR("pool", "%s: index %u free twice", pp->name, x);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int dpflow_pool_check(struct dpflow_pool *pool)
@@ -342,20 +530,15 @@ int dpflow_pool_check(struct dpflow_pool *pool)
 	}
 
 	n = dpflow_ring_dequeue_burst(pp->free_ring, all, ring_cap);
-	for (i = 0; i < n; i++) {
-		if (all[i] >= pool->n_slots) {
-			DPFLOW_LOG_ERR("pool",
-				       "%s: free index %u >= n_slots %u",
-				       pp->name, all[i], pool->n_slots);
-			rc = -EINVAL;
-		} else if (seen[all[i]]++) {
-			DPFLOW_LOG_ERR("pool", "%s: index %u free twice",
-				       pp->name, all[i]);
-			rc = -EINVAL;
-		}
-	}
+	for (i = 0; i < n; i++)
+		rc |= check_one(pp, seen, all[i]);
 	/* Put everything back as it was, in the same order. */
 	dpflow_ring_enqueue_bulk(pp->free_ring, all, n);
+	pthread_mutex_lock(&caches_lock);
+	for (const struct pool_cache *c = pp->caches; c; c = c->next)
+		for (i = 0; i < c->n; i++)
+			rc |= check_one(pp, seen, c->idx[i]);
+	pthread_mutex_unlock(&caches_lock);
 
 	if (atomic_load_explicit(&pp->free_overflow, memory_order_relaxed)) {
 		DPFLOW_LOG_ERR("pool", "%s: %u frees found the ring full",

@@ -458,3 +458,122 @@ Test(pool, concurrent_alloc_free, .timeout = 60)
 	cr_assert_eq(dpflow_pool_check(pool), 0);
 	dpflow_pool_destroy(pool);
 }
+
+/* ---- per-thread caches (pools of 128 slots or more) ---- */
+
+/* The slots freed last are the ones taken next (still in cache). */
+Test(pool, thread_cache_reuses_the_last_freed_slots)
+{
+	struct dpflow_pool *pool = pool_new(1024, 0, 0);
+	uint32_t a[8], b[8], x[32];
+
+	cr_assert_eq(dpflow_pool_alloc_bulk(pool, x, 32), 0);
+	cr_assert_eq(dpflow_pool_alloc_bulk(pool, a, 8), 0);
+	dpflow_pool_free_bulk(pool, a, 8);
+	cr_assert_eq(dpflow_pool_alloc_bulk(pool, b, 8), 0);
+	cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "other slots than freed");
+	dpflow_pool_free_bulk(pool, b, 8);
+	dpflow_pool_free_bulk(pool, x, 32);
+	cr_assert_eq(dpflow_pool_avail(pool), 1024, "cached slots counted");
+	cr_assert_eq(dpflow_pool_check(pool), 0);
+	dpflow_pool_destroy(pool);
+}
+
+static void *cache_user(void *arg)
+{
+	struct dpflow_pool *pool = arg;
+	uint32_t idx[40];
+
+	for (unsigned r = 0; r < 100; r++) {
+		cr_assert_eq(dpflow_pool_alloc_bulk(pool, idx, 40), 0);
+		dpflow_pool_free_bulk(pool, idx, 40);
+	}
+	return NULL;
+}
+
+/* A thread's cache goes back to the ring when the thread ends: all the
+ * slots can then be taken at once (past any cache). */
+Test(pool, thread_cache_returns_when_the_thread_ends)
+{
+	struct dpflow_pool *pool = pool_new(1024, 0, 0);
+	static uint32_t all[1024];
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, cache_user, pool), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(dpflow_pool_avail(pool), 1024);
+	cr_assert_eq(dpflow_pool_alloc_bulk(pool, all, 1024), 0,
+		     "slots left in the ended thread's cache");
+	dpflow_pool_free_bulk(pool, all, 1024);
+	dpflow_pool_destroy(pool);
+}
+
+struct two_pools {
+	struct dpflow_pool *a, *b;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int step;
+};
+
+static void two_step_wait(struct two_pools *t, int step)
+{
+	pthread_mutex_lock(&t->mu);
+	while (t->step < step)
+		pthread_cond_wait(&t->cv, &t->mu);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void two_step_set(struct two_pools *t, int step)
+{
+	pthread_mutex_lock(&t->mu);
+	t->step = step;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void *two_pools_user(void *arg)
+{
+	struct two_pools *t = arg;
+
+	cache_user(t->a); /* its cache now holds pool a's slots */
+	two_step_set(t, 1);
+	two_step_wait(t, 2); /* a destroyed, b made */
+	cache_user(t->b);
+	return NULL;
+}
+
+/* A pool destroyed while another thread's cache holds some of its slots:
+ * that thread goes on with another pool (ASan: no use after free). */
+Test(pool, destroy_forgets_other_threads_caches)
+{
+	struct two_pools t = {.mu = PTHREAD_MUTEX_INITIALIZER,
+			      .cv = PTHREAD_COND_INITIALIZER};
+	pthread_t th;
+
+	t.a = pool_new(512, 0, 0);
+	cr_assert_eq(pthread_create(&th, NULL, two_pools_user, &t), 0);
+	two_step_wait(&t, 1);
+	cr_assert_eq(dpflow_pool_avail(t.a), 512);
+	dpflow_pool_destroy(t.a);
+	t.b = pool_new(512, 0, 0);
+	two_step_set(&t, 2);
+	pthread_join(th, NULL);
+	cr_assert_eq(dpflow_pool_avail(t.b), 512);
+	cr_assert_eq(dpflow_pool_check(t.b), 0);
+	dpflow_pool_destroy(t.b);
+}
+
+/* A slot freed twice into a cache is found by the check. */
+Test(pool, check_finds_a_double_free_in_a_cache)
+{
+	struct dpflow_pool *pool = pool_new(1024, 0, 0);
+	uint32_t idx[2];
+
+	cr_assert_eq(dpflow_pool_alloc_bulk(pool, idx, 2), 0);
+	dpflow_pool_free_bulk(pool, idx, 1);
+	dpflow_pool_free_bulk(pool, idx, 1);
+	capture_logs();
+	cr_assert_eq(dpflow_pool_check(pool), -EINVAL);
+	cr_assert_not_null(strstr(last_log, "free twice"), "%s", last_log);
+	dpflow_pool_destroy(pool);
+}
