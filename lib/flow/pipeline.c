@@ -126,10 +126,9 @@ static void build_key(const struct dpflow_pipe *pipe, const uint8_t *frame,
 	}
 }
 
-/* Queue @idx for handler @f (calls it at once when a burst uses more
- * handlers than there are lists). */
-static void to_handler(struct dpflow_ctx *ctx, struct scratch *s,
-		       const struct dpflow_fwd *f, uint32_t idx)
+/* The burst's list for handler @f, or NULL when every list is taken. */
+static struct handler_out *handler_list(struct scratch *s,
+					const struct dpflow_fwd *f)
 {
 	struct handler_out *h = NULL;
 
@@ -143,6 +142,16 @@ static void to_handler(struct dpflow_ctx *ctx, struct scratch *s,
 		h->arg = f->handler_arg;
 		h->b.n = 0;
 	}
+	return h;
+}
+
+/* Queue @idx for handler @f (calls it at once when a burst uses more
+ * handlers than there are lists). */
+static void to_handler(struct dpflow_ctx *ctx, struct scratch *s,
+		       const struct dpflow_fwd *f, uint32_t idx)
+{
+	struct handler_out *h = handler_list(s, f);
+
 	if (!h) {
 		f->handler(f->handler_arg, ctx->pool, &idx, 1);
 		return;
@@ -244,6 +253,39 @@ static const struct dpflow_fwd *color_fwd(const struct dpflow_pipe *pipe,
 }
 
 /*
+ * Forward @n packets that all take @f, as a block: a port's, a pipe's or
+ * a handler's list grows by one copy. False (nothing done) for the other
+ * kinds, which go packet by packet.
+ */
+static bool forward_all(struct scratch *s, const struct dpflow_fwd *f,
+			const uint32_t *idx, uint16_t n)
+{
+	struct burst_list *b;
+	struct handler_out *h;
+
+	switch (f->kind) {
+	case DPFLOW_FWD_PORT:
+		b = &s->port_out[f->port];
+		break;
+	case DPFLOW_FWD_PIPE:
+		b = &s->pipe_in[f->pipe->id];
+		break;
+	case DPFLOW_FWD_HANDLER:
+		h = handler_list(s, f);
+		if (!h)
+			return false;
+		b = &h->b;
+		break;
+	default:
+		return false;
+	}
+	/* a burst has at most DPFLOW_BURST_MAX packets in all */
+	memcpy(b->idx + b->n, idx, (size_t)n * sizeof(*idx));
+	b->n = (uint16_t)(b->n + n);
+	return true;
+}
+
+/*
  * A CT pipe: track each packet's connection (creating it unless
  * lookup-only), write meta.ct_state / ct_flags and the user register,
  * run the action template, forward; packets that get no connection or
@@ -333,6 +375,15 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 	__atomic_fetch_add(&pipe->ct_refused, refused, __ATOMIC_RELAXED);
 }
 
+static bool all_hit(const uint32_t *values, uint16_t n)
+{
+	uint32_t miss = 0;
+
+	for (uint16_t i = 0; i < n; i++)
+		miss |= values[i] == TABLE_MISS;
+	return !miss;
+}
+
 static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		     struct dpflow_pipe *pipe, unsigned gen)
 {
@@ -370,6 +421,15 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 			build_key(pipe, frame, m, s->keys[i]);
 		}
 		pipe->kind->lookup(pipe, image, &s->keys[0][0], n, s->values);
+	}
+	/* a plain pipe (no constant fields, monitor or actions; one
+	 * forwarding) whose packets all hit, as a match-all root's do:
+	 * forwarded as one block */
+	if (!pipe->n_const && !pipe->monitored && !pipe->cfg.n_action_tmpls &&
+	    !per_entry_fwd && n && all_hit(s->values, n) &&
+	    forward_all(s, &pipe->cfg.fwd, idxs, n)) {
+		hit = n;
+		goto counted;
 	}
 	/* start loading what the hits will read: their counter shard, their
 	 * data-path state and, with actions or per-entry forwarding, the
@@ -431,6 +491,7 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		}
 		forward(ctx, s, f, idx, false);
 	}
+counted:
 	__atomic_fetch_add(&pipe->pkts, n, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&pipe->hits, hit, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&pipe->misses, n - hit, __ATOMIC_RELAXED);

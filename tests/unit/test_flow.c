@@ -456,6 +456,9 @@ Test(flow_run, basic_pipe_without_per_entry_fields_matches_all)
 		   &err);
 	cr_assert_not_null(ctx, "%s", err.msg);
 	cr_expect_eq(run_mixed(ctx, dports), 40);
+	for (unsigned i = 0; i < 40; i++) /* in order, as they came */
+		cr_expect_eq(dports[i], (i % 2 ? 101 : 1) + i / 2,
+			     "packet %u: dport %u", i, dports[i]);
 	dpflow_ctx_destroy(ctx);
 }
 
