@@ -13,14 +13,15 @@
  * chosen at creation (default: huge pages when available, else plain pages).
  *
  * Allocation and free go through a multi-producer/multi-consumer ring of
- * free indices, with a cache per thread in front of it (pools of 128
- * slots or more; up to n_slots / 8 and 512 slots a thread, as DPDK's
- * mempool caches): a thread takes the slots it freed last first, while
- * they are in cache. A thread's cache goes back to the ring when the
- * thread ends or turns to another pool; dpflow_pool_avail() counts the
- * caches too. Any thread may alloc or free, and no allocator call is made
- * after creation. Freeing an index twice, or one not from this pool, is a
- * caller bug (caught by dpflow_pool_check() in tests).
+ * free indices, with a cache per thread in front of it (pools of 1024
+ * slots or more: n_slots / 64 slots a thread, at most 512, as DPDK's
+ * mempool caches; bursts of up to half that go through it): a thread
+ * takes the slots it freed last first, while they are in cache. A
+ * thread's cache goes back to the ring when the thread ends or turns to
+ * another pool; dpflow_pool_avail() counts the caches too. Any thread may
+ * alloc or free, and no allocator call is made after creation. Freeing an
+ * index twice, or one not from this pool, is a caller bug (caught by
+ * dpflow_pool_check() in tests).
  */
 #ifndef DPFLOW_POOL_H
 #define DPFLOW_POOL_H

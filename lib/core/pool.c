@@ -12,7 +12,8 @@
  *
  * The default provider maps anonymous memory: huge pages (MAP_HUGETLB)
  * when the region is 2 MiB or more and some are reserved, else normal
- * pages (with a transparent huge page hint). Either is zeroed by the kernel.
+ * pages (with a transparent huge page hint), faulted in at once. Either is
+ * zeroed by the kernel.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,9 +32,12 @@
 #define POOL_DATA_ROOM_MIN  64
 #define POOL_PREFETCH_AHEAD 4
 #define HUGE_PAGE_SIZE	    (2u << 20)
-/* a thread's cache: at most this many slots, and n_slots / 8 (small pools
- * keep their slots where every thread can reach them) */
+/* a thread's cache: n_slots / 64 slots (a few bursts: enough to stay
+ * in cache, and with many threads most slots stay where all can reach
+ * them), at most this many; none under 16 */
 #define POOL_CACHE_MAX 512u
+#define POOL_CACHE_DIV 64u
+#define POOL_CACHE_MIN 16u
 
 struct pool;
 
@@ -90,6 +94,24 @@ static size_t map_len(size_t size)
 	return (size + HUGE_PAGE_SIZE - 1) & ~(size_t)(HUGE_PAGE_SIZE - 1);
 }
 
+/*
+ * Fault the whole region in now, as DPDK reserves its memory up front:
+ * the data path then takes no first-touch page faults, and a process's
+ * resident size does not creep up as a cache per thread reaches slots
+ * not used before.
+ */
+static void populate(void *p, size_t len)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+#ifdef MADV_POPULATE_WRITE
+	if (!madvise(p, len, MADV_POPULATE_WRITE))
+		return;
+#endif
+	for (size_t off = 0; off < len; off += page)
+		((volatile uint8_t *)p)[off] = 0;
+}
+
 static void *mmap_alloc(size_t size, size_t align, void *arg)
 {
 	size_t len = map_len(size);
@@ -117,6 +139,7 @@ static void *mmap_alloc(size_t size, size_t align, void *arg)
 			madvise(p, len, MADV_HUGEPAGE);
 #endif
 	}
+	populate(p, len);
 	return p;
 }
 
@@ -208,9 +231,10 @@ struct dpflow_pool *dpflow_pool_create(const struct dpflow_pool_params *p,
 		strncpy(pp->name, p->name, sizeof(pp->name) - 1);
 	pp->provider = p->provider ? *p->provider : default_provider;
 	atomic_init(&pp->free_overflow, 0);
-	pp->cache_cap =
-	    p->n_slots / 8 < POOL_CACHE_MAX ? p->n_slots / 8 : POOL_CACHE_MAX;
-	if (pp->cache_cap < 16)
+	pp->cache_cap = p->n_slots / POOL_CACHE_DIV < POOL_CACHE_MAX
+			    ? p->n_slots / POOL_CACHE_DIV
+			    : POOL_CACHE_MAX;
+	if (pp->cache_cap < POOL_CACHE_MIN)
 		pp->cache_cap = 0;
 
 	pp->pub.n_slots = p->n_slots;
@@ -281,7 +305,7 @@ void dpflow_pool_destroy(struct dpflow_pool *pool)
 		struct pool_cache *c = pp->caches;
 
 		pp->caches = c->next;
-		c->n = 0;
+		__atomic_store_n(&c->n, 0, __ATOMIC_RELAXED);
 		c->next = NULL;
 		__atomic_store_n(&c->pool, NULL, __ATOMIC_RELAXED);
 	}
@@ -347,7 +371,7 @@ static void cache_detach(struct pool_cache *c)
 	if (!pp)
 		return;
 	ring_put(pp, c->idx, c->n);
-	c->n = 0;
+	__atomic_store_n(&c->n, 0, __ATOMIC_RELAXED);
 	for (at = &pp->caches; *at && *at != c; at = &(*at)->next)
 		;
 	if (*at)
@@ -389,6 +413,12 @@ static struct pool_cache *cache_of(struct pool *pp)
 	return c;
 }
 
+/* @c's height; other threads read it (dpflow_pool_avail). */
+static inline void set_n(struct pool_cache *c, unsigned n)
+{
+	__atomic_store_n(&c->n, n, __ATOMIC_RELAXED);
+}
+
 /* Take @n slots from @c, refilling it from the ring (half full and @n);
  * all or none. */
 static bool cache_take(struct pool *pp, struct pool_cache *c, uint32_t *idx,
@@ -399,12 +429,12 @@ static bool cache_take(struct pool *pp, struct pool_cache *c, uint32_t *idx,
 
 		if (want > pp->cache_cap - c->n)
 			want = pp->cache_cap - c->n;
-		c->n += dpflow_ring_dequeue_burst(pp->free_ring, c->idx + c->n,
-						  want);
+		set_n(c, c->n + dpflow_ring_dequeue_burst(pp->free_ring,
+							  c->idx + c->n, want));
 		if (c->n < n)
 			return false;
 	}
-	c->n -= n;
+	set_n(c, c->n - n);
 	memcpy(idx, c->idx + c->n, (size_t)n * sizeof(*idx));
 	return true;
 }
@@ -418,10 +448,10 @@ static void cache_put(struct pool *pp, struct pool_cache *c,
 		unsigned keep = pp->cache_cap / 2;
 
 		ring_put(pp, c->idx + keep, c->n - keep);
-		c->n = keep;
+		set_n(c, keep);
 	}
 	memcpy(c->idx + c->n, idx, (size_t)n * sizeof(*idx));
-	c->n += n;
+	set_n(c, c->n + n);
 }
 
 int dpflow_pool_alloc_bulk(struct dpflow_pool *pool, uint32_t *idx, unsigned n)
@@ -452,7 +482,7 @@ unsigned dpflow_pool_alloc_burst(struct dpflow_pool *pool, uint32_t *idx,
 		if (!cache_take(pp, c, idx, n)) {
 			/* fewer than @n anywhere: what the cache has */
 			n = c->n;
-			c->n = 0;
+			set_n(c, 0);
 			memcpy(idx, c->idx, (size_t)n * sizeof(*idx));
 		}
 	} else {

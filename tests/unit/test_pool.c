@@ -459,12 +459,12 @@ Test(pool, concurrent_alloc_free, .timeout = 60)
 	dpflow_pool_destroy(pool);
 }
 
-/* ---- per-thread caches (pools of 128 slots or more) ---- */
+/* ---- per-thread caches (pools of 1024 slots or more) ---- */
 
 /* The slots freed last are the ones taken next (still in cache). */
 Test(pool, thread_cache_reuses_the_last_freed_slots)
 {
-	struct dpflow_pool *pool = pool_new(1024, 0, 0);
+	struct dpflow_pool *pool = pool_new(8192, 0, 0);
 	uint32_t a[8], b[8], x[32];
 
 	cr_assert_eq(dpflow_pool_alloc_bulk(pool, x, 32), 0);
@@ -474,7 +474,7 @@ Test(pool, thread_cache_reuses_the_last_freed_slots)
 	cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "other slots than freed");
 	dpflow_pool_free_bulk(pool, b, 8);
 	dpflow_pool_free_bulk(pool, x, 32);
-	cr_assert_eq(dpflow_pool_avail(pool), 1024, "cached slots counted");
+	cr_assert_eq(dpflow_pool_avail(pool), 8192, "cached slots counted");
 	cr_assert_eq(dpflow_pool_check(pool), 0);
 	dpflow_pool_destroy(pool);
 }
@@ -482,11 +482,11 @@ Test(pool, thread_cache_reuses_the_last_freed_slots)
 static void *cache_user(void *arg)
 {
 	struct dpflow_pool *pool = arg;
-	uint32_t idx[40];
+	uint32_t idx[32];
 
 	for (unsigned r = 0; r < 100; r++) {
-		cr_assert_eq(dpflow_pool_alloc_bulk(pool, idx, 40), 0);
-		dpflow_pool_free_bulk(pool, idx, 40);
+		cr_assert_eq(dpflow_pool_alloc_bulk(pool, idx, 32), 0);
+		dpflow_pool_free_bulk(pool, idx, 32);
 	}
 	return NULL;
 }
@@ -495,16 +495,16 @@ static void *cache_user(void *arg)
  * slots can then be taken at once (past any cache). */
 Test(pool, thread_cache_returns_when_the_thread_ends)
 {
-	struct dpflow_pool *pool = pool_new(1024, 0, 0);
-	static uint32_t all[1024];
+	struct dpflow_pool *pool = pool_new(8192, 0, 0);
+	static uint32_t all[8192];
 	pthread_t th;
 
 	cr_assert_eq(pthread_create(&th, NULL, cache_user, pool), 0);
 	pthread_join(th, NULL);
-	cr_assert_eq(dpflow_pool_avail(pool), 1024);
-	cr_assert_eq(dpflow_pool_alloc_bulk(pool, all, 1024), 0,
+	cr_assert_eq(dpflow_pool_avail(pool), 8192);
+	cr_assert_eq(dpflow_pool_alloc_bulk(pool, all, 8192), 0,
 		     "slots left in the ended thread's cache");
-	dpflow_pool_free_bulk(pool, all, 1024);
+	dpflow_pool_free_bulk(pool, all, 8192);
 	dpflow_pool_destroy(pool);
 }
 
@@ -550,15 +550,15 @@ Test(pool, destroy_forgets_other_threads_caches)
 			      .cv = PTHREAD_COND_INITIALIZER};
 	pthread_t th;
 
-	t.a = pool_new(512, 0, 0);
+	t.a = pool_new(4096, 0, 0);
 	cr_assert_eq(pthread_create(&th, NULL, two_pools_user, &t), 0);
 	two_step_wait(&t, 1);
-	cr_assert_eq(dpflow_pool_avail(t.a), 512);
+	cr_assert_eq(dpflow_pool_avail(t.a), 4096);
 	dpflow_pool_destroy(t.a);
-	t.b = pool_new(512, 0, 0);
+	t.b = pool_new(4096, 0, 0);
 	two_step_set(&t, 2);
 	pthread_join(th, NULL);
-	cr_assert_eq(dpflow_pool_avail(t.b), 512);
+	cr_assert_eq(dpflow_pool_avail(t.b), 4096);
 	cr_assert_eq(dpflow_pool_check(t.b), 0);
 	dpflow_pool_destroy(t.b);
 }
@@ -566,7 +566,7 @@ Test(pool, destroy_forgets_other_threads_caches)
 /* A slot freed twice into a cache is found by the check. */
 Test(pool, check_finds_a_double_free_in_a_cache)
 {
-	struct dpflow_pool *pool = pool_new(1024, 0, 0);
+	struct dpflow_pool *pool = pool_new(8192, 0, 0);
 	uint32_t idx[2];
 
 	cr_assert_eq(dpflow_pool_alloc_bulk(pool, idx, 2), 0);
@@ -575,5 +575,23 @@ Test(pool, check_finds_a_double_free_in_a_cache)
 	capture_logs();
 	cr_assert_eq(dpflow_pool_check(pool), -EINVAL);
 	cr_assert_not_null(strstr(last_log, "free twice"), "%s", last_log);
+	dpflow_pool_destroy(pool);
+}
+
+/* Two threads through their caches at once (8192 slots: caches of 128):
+ * no slot is handed to both, and all come back when they end. */
+Test(pool, concurrent_alloc_free_through_caches, .timeout = 60)
+{
+	struct dpflow_pool *pool = pool_new(8192, 0, 256);
+	struct mt t[2] = {{pool, 0}, {pool, 0}};
+	pthread_t th[2];
+
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, mt_worker, &t[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	cr_assert_eq(t[0].errors + t[1].errors, 0);
+	cr_assert_eq(dpflow_pool_avail(pool), 8192);
+	cr_assert_eq(dpflow_pool_check(pool), 0);
 	dpflow_pool_destroy(pool);
 }
