@@ -282,21 +282,26 @@ static void nat_rewrite(uint8_t *l3, uint8_t *l4, uint8_t v6, uint8_t proto,
 			const uint8_t *src, uint16_t sport, const uint8_t *dst,
 			uint16_t dport)
 {
-	unsigned alen = v6 ? 16 : 4;
-	uint8_t *s = l3 + (v6 ? 8 : 12), *d = s + alen;
 	uint8_t ports[4];
 	uint32_t acc = 0;
 	uint8_t *ck = l4 + (proto == IPPROTO_TCP_ ? 16 : 6);
 
-	acc = csum_delta(acc, s, src, alen);
-	acc = csum_delta(acc, d, dst, alen);
-	if (!v6)
+	/* constant lengths: the sums and copies unroll */
+	if (v6) {
+		acc = csum_delta(acc, l3 + 8, src, 16);
+		acc = csum_delta(acc, l3 + 24, dst, 16);
+		memcpy(l3 + 8, src, 16);
+		memcpy(l3 + 24, dst, 16);
+	} else {
+		acc = csum_delta(acc, l3 + 12, src, 4);
+		acc = csum_delta(acc, l3 + 16, dst, 4);
 		csum_apply(l3 + 10, acc);
+		memcpy(l3 + 12, src, 4);
+		memcpy(l3 + 16, dst, 4);
+	}
 	st16(ports, sport);
 	st16(ports + 2, dport);
 	acc = csum_delta(acc, l4, ports, 4);
-	memcpy(s, src, alen);
-	memcpy(d, dst, alen);
 	memcpy(l4, ports, 4);
 	if (proto == IPPROTO_UDP_ && !v6 && ld16(ck) == 0)
 		return; /* IPv4 UDP without a checksum */
