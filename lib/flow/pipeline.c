@@ -145,32 +145,42 @@ static struct handler_out *handler_list(struct scratch *s,
 	return h;
 }
 
-/* Queue @idx for handler @f (calls it at once when a burst uses more
- * handlers than there are lists). */
-static void to_handler(struct dpflow_ctx *ctx, struct scratch *s,
-		       const struct dpflow_fwd *f, uint32_t idx)
+/*
+ * The burst's list that forwarding @f appends to: a port's, a pipe's or
+ * a handler's. NULL for the other kinds, and for a handler when the
+ * burst's handler lists are all taken.
+ */
+static struct burst_list *fwd_list(struct scratch *s,
+				   const struct dpflow_fwd *f)
 {
-	struct handler_out *h = handler_list(s, f);
+	struct handler_out *h;
 
-	if (!h) {
-		f->handler(f->handler_arg, ctx->pool, &idx, 1);
-		return;
+	switch (f->kind) {
+	case DPFLOW_FWD_PORT:
+		return &s->port_out[f->port];
+	case DPFLOW_FWD_PIPE:
+		return &s->pipe_in[f->pipe->id];
+	case DPFLOW_FWD_HANDLER:
+		h = handler_list(s, f);
+		return h ? &h->b : NULL;
+	default:
+		return NULL;
 	}
-	h->b.idx[h->b.n++] = idx;
 }
 
 static void forward(struct dpflow_ctx *ctx, struct scratch *s,
 		    const struct dpflow_fwd *f, uint32_t idx, bool miss)
 {
+	struct burst_list *b = fwd_list(s, f);
+
+	if (b) {
+		b->idx[b->n++] = idx;
+		return;
+	}
 	switch (f->kind) {
-	case DPFLOW_FWD_PORT:
-		s->port_out[f->port].idx[s->port_out[f->port].n++] = idx;
-		break;
-	case DPFLOW_FWD_PIPE:
-		s->pipe_in[f->pipe->id].idx[s->pipe_in[f->pipe->id].n++] = idx;
-		break;
 	case DPFLOW_FWD_HANDLER:
-		to_handler(ctx, s, f, idx);
+		/* more handlers in this burst than lists: call it now */
+		f->handler(f->handler_arg, ctx->pool, &idx, 1);
 		break;
 	case DPFLOW_FWD_RSS: {
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
@@ -260,25 +270,10 @@ static const struct dpflow_fwd *color_fwd(const struct dpflow_pipe *pipe,
 static bool forward_all(struct scratch *s, const struct dpflow_fwd *f,
 			const uint32_t *idx, uint16_t n)
 {
-	struct burst_list *b;
-	struct handler_out *h;
+	struct burst_list *b = fwd_list(s, f);
 
-	switch (f->kind) {
-	case DPFLOW_FWD_PORT:
-		b = &s->port_out[f->port];
-		break;
-	case DPFLOW_FWD_PIPE:
-		b = &s->pipe_in[f->pipe->id];
-		break;
-	case DPFLOW_FWD_HANDLER:
-		h = handler_list(s, f);
-		if (!h)
-			return false;
-		b = &h->b;
-		break;
-	default:
+	if (!b)
 		return false;
-	}
 	/* a burst has at most DPFLOW_BURST_MAX packets in all */
 	memcpy(b->idx + b->n, idx, (size_t)n * sizeof(*idx));
 	b->n = (uint16_t)(b->n + n);
