@@ -292,6 +292,8 @@ err_ring:
 	return NULL;
 }
 
+static void cache_detach(struct pool_cache *c);
+
 void dpflow_pool_destroy(struct dpflow_pool *pool)
 {
 	struct pool *pp;
@@ -299,16 +301,10 @@ void dpflow_pool_destroy(struct dpflow_pool *pool)
 	if (!pool)
 		return;
 	pp = pool_priv(pool);
-	/* threads' caches of its slots are forgotten */
+	/* other threads' caches of its slots let go of it */
 	pthread_mutex_lock(&caches_lock);
-	while (pp->caches) {
-		struct pool_cache *c = pp->caches;
-
-		pp->caches = c->next;
-		__atomic_store_n(&c->n, 0, __ATOMIC_RELAXED);
-		c->next = NULL;
-		__atomic_store_n(&c->pool, NULL, __ATOMIC_RELAXED);
-	}
+	while (pp->caches)
+		cache_detach(pp->caches);
 	pthread_mutex_unlock(&caches_lock);
 	pp->provider.free(pool->base, pp->region_size, pp->provider.arg);
 	dpflow_ring_destroy(pp->free_ring);

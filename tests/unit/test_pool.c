@@ -443,9 +443,11 @@ static void *mt_worker(void *arg)
 	return NULL;
 }
 
-Test(pool, concurrent_alloc_free, .timeout = 60)
+/* Two threads allocating and freeing in a pool of @slots at once: no
+ * slot is handed to both, and all are free when they end. */
+static void two_threads(uint32_t slots)
 {
-	struct dpflow_pool *pool = pool_new(MT_SLOTS, 0, 256);
+	struct dpflow_pool *pool = pool_new(slots, 0, 256);
 	struct mt t[2] = {{pool, 0}, {pool, 0}};
 	pthread_t th[2];
 
@@ -454,9 +456,14 @@ Test(pool, concurrent_alloc_free, .timeout = 60)
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
 	cr_assert_eq(t[0].errors + t[1].errors, 0);
-	cr_assert_eq(dpflow_pool_avail(pool), MT_SLOTS);
+	cr_assert_eq(dpflow_pool_avail(pool), slots);
 	cr_assert_eq(dpflow_pool_check(pool), 0);
 	dpflow_pool_destroy(pool);
+}
+
+Test(pool, concurrent_alloc_free, .timeout = 60)
+{
+	two_threads(MT_SLOTS);
 }
 
 /* ---- per-thread caches (pools of 1024 slots or more) ---- */
@@ -582,16 +589,5 @@ Test(pool, check_finds_a_double_free_in_a_cache)
  * no slot is handed to both, and all come back when they end. */
 Test(pool, concurrent_alloc_free_through_caches, .timeout = 60)
 {
-	struct dpflow_pool *pool = pool_new(8192, 0, 256);
-	struct mt t[2] = {{pool, 0}, {pool, 0}};
-	pthread_t th[2];
-
-	for (int i = 0; i < 2; i++)
-		cr_assert_eq(pthread_create(&th[i], NULL, mt_worker, &t[i]), 0);
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	cr_assert_eq(t[0].errors + t[1].errors, 0);
-	cr_assert_eq(dpflow_pool_avail(pool), 8192);
-	cr_assert_eq(dpflow_pool_check(pool), 0);
-	dpflow_pool_destroy(pool);
+	two_threads(8192);
 }
