@@ -307,11 +307,12 @@ static void usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: dpflow bench l4lb [--variant app|pipe|all] [--flows N] "
-	    "[--backends N]\n"
-	    "         [--maglev M] [--packets N] [--workers N] "
-	    "[--seconds S] [--trials N]\n"
-	    "         [--burst N] [--seed N] [--no-peer]\n\n"
+	    "usage: dpflow bench l4lb [--variant "
+	    "app|app-nat|app-ipip|pipe|all]\n"
+	    "         [--flows N] [--backends N]"
+	    " [--maglev M] [--packets N] [--workers N]\n"
+	    "         "
+	    "[--seconds S] [--trials N] [--burst N] [--seed N] [--no-peer]\n\n"
 	    "A load balancer on 64-byte TCP frames to one VIP, in memory:\n"
 	    "--flows connections (default 1048576), --backends (default 64), "
 	    "a Maglev\ntable of --maglev slots (a prime; default 65537), "
@@ -324,7 +325,8 @@ static void usage(FILE *out)
 	    "IP-in-IP, beside\n"
 	    "        the DPDK peer (parse, rte_hash flow lookup, counter; "
 	    "not with\n"
-	    "        --no-peer or without DPDK)\n"
+	    "        --no-peer or without DPDK); app-nat, app-ipip: one mode "
+	    "only\n"
 	    "  pipe  the same work as generic pipes (VIP match, Maglev HASH "
 	    "pipe, CT,\n"
 	    "        DNAT), one worker and --workers workers (default: "
@@ -379,8 +381,9 @@ int bench_l4lb(int argc, char **argv)
 		}
 		if (opt == 'V') {
 			which = optarg;
-			if (strcmp(which, "app") && strcmp(which, "pipe") &&
-			    strcmp(which, "all"))
+			if (strcmp(which, "app") && strcmp(which, "app-nat") &&
+			    strcmp(which, "app-ipip") &&
+			    strcmp(which, "pipe") && strcmp(which, "all"))
 				goto bad;
 			continue;
 		}
@@ -426,19 +429,23 @@ int bench_l4lb(int argc, char **argv)
 		} app[2] = {{L4LB_MODE_NAT, "app-nat-1core"},
 			    {L4LB_MODE_IPIP, "app-ipip-1core"}};
 
-		for (unsigned i = 0; i < 2; i++) {
+		for (unsigned i = 0, shown = 0; i < 2; i++) {
 			struct bench_best ob, pb;
 			const char *peer;
 
+			/* app-nat, app-ipip: that one only */
+			if (strcmp(which, "app") && strcmp(which, "all") &&
+			    strncmp(app[i].variant, which, strlen(which)))
+				continue;
 			if (bench_l4lb_app(&p, packets, app[i].mode, seconds,
 					   trials, with_peer, &ob, &pb, &peer))
 				goto out;
-			if (i == 0)
+			if (!shown++)
 				bench_report_header();
 			bench_report_best("l4lb", app[i].variant, &ob, peer,
 					  &pb, 64);
 		}
-		if (!strcmp(which, "app")) {
+		if (strcmp(which, "all")) {
 			rc = 0;
 			goto done;
 		}

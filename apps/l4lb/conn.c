@@ -37,6 +37,21 @@ struct l4lb_conn_table {
 /* longest timeout: ages beyond it are taken for stamps ahead */
 #define CONN_TIMEOUT_MAX (L4LB_CONN_STAMP_MAX - CONN_SKEW_MAX)
 
+/* Entry of way @w of bucket @b, and entry @id (bucket id / 8, way id % 8).
+ * (A way-major layout, with the live entries gathered in the first ways'
+ * arrays, measured no faster at 1M flows.) */
+static inline struct l4lb_conn *entry_at(const struct l4lb_conn_table *ct,
+					 uint32_t b, unsigned w)
+{
+	return &ct->entries[(size_t)b * L4LB_CONN_WAYS + w];
+}
+
+static inline struct l4lb_conn *entry_of(const struct l4lb_conn_table *ct,
+					 uint32_t id)
+{
+	return entry_at(ct, id / L4LB_CONN_WAYS, id % L4LB_CONN_WAYS);
+}
+
 static void count(struct l4lb_conn_table *ct, uint64_t *c)
 {
 	if (ct->shared)
@@ -164,7 +179,7 @@ uint32_t l4lb_conn_capacity(const struct l4lb_conn_table *ct)
 
 struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id)
 {
-	return &ct->entries[id];
+	return entry_of(ct, id);
 }
 
 static inline uint32_t sig_of(uint64_t h)
@@ -232,8 +247,7 @@ void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
 
 	/* a hint: a racing writer can only make it prefetch a wrong line */
 	if (m)
-		DPFLOW_PREFETCH(&ct->entries[b * L4LB_CONN_WAYS +
-					     (unsigned)__builtin_ctz(m)]);
+		DPFLOW_PREFETCH(entry_at(ct, b, (unsigned)__builtin_ctz(m)));
 }
 
 /*
@@ -265,12 +279,24 @@ static int find_way(struct l4lb_conn_table *ct, uint32_t b,
 
 		if (expired(ct, bk->stamp[w], now_ms))
 			continue;
-		if (key_eq(&ct->entries[b * L4LB_CONN_WAYS + w].key, k))
+		if (key_eq(&entry_at(ct, b, w)->key, k))
 			return (int)w;
 	}
 	return -1;
 }
 
+/* The state a hit in state @st moves to on a request for @req (FREE:
+ * stay; nothing leaves CLOSING but for CLOSING). */
+static inline uint8_t state_move(uint8_t st, uint8_t req)
+{
+	if (req == L4LB_CONN_FREE ||
+	    (st == L4LB_CONN_CLOSING && req != L4LB_CONN_CLOSING))
+		return st;
+	return req;
+}
+
+/* find_way() and refresh() in one pass over the bucket: the path of every
+ * packet of a tracked flow, so the age is worked out once. */
 uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
 			  const struct l4lb_conn_key *k, uint64_t h,
 			  uint32_t now_ms, uint8_t state, struct l4lb_conn *out)
@@ -278,22 +304,27 @@ uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
 	uint32_t b = (uint32_t)h & ct->mask;
 	struct conn_bucket *bk = &ct->buckets[b];
 	uint32_t id = L4LB_CONN_NONE;
-	int w;
 
 	lock_take(ct, lock_of(b));
-	w = find_way(ct, b, k, sig_of(h), now_ms);
-	if (w >= 0) {
-		uint8_t st = (uint8_t)STATE_OF(bk->stamp[w]);
+	for (unsigned m = sig_matches(bk, sig_of(h)); m; m &= m - 1) {
+		unsigned w = (unsigned)__builtin_ctz(m);
+		uint32_t stamp = bk->stamp[w], age = age_of(stamp, now_ms);
+		uint32_t timeout = ct->timeout[STATE_OF(stamp)];
+		uint8_t st = (uint8_t)STATE_OF(stamp), to;
 
-		if (state != L4LB_CONN_FREE &&
-		    !(st == L4LB_CONN_CLOSING && state != L4LB_CONN_CLOSING))
-			st = state;
-		id = b * L4LB_CONN_WAYS + (uint32_t)w;
+		const struct l4lb_conn *e = entry_at(ct, b, w);
+
+		if (age > timeout || !key_eq(&e->key, k))
+			continue;
+		to = state_move(st, state);
 		if (out) {
-			*out = ct->entries[id];
-			out->state = (uint8_t)STATE_OF(bk->stamp[w]);
+			*out = *e;
+			out->state = st;
 		}
-		refresh(ct, bk, (unsigned)w, now_ms, st);
+		if (to != st || age >= timeout >> L4LB_CONN_REFRESH_SHIFT)
+			bk->stamp[w] = STAMP(now_ms, to);
+		id = b * L4LB_CONN_WAYS + w;
+		break;
 	}
 	lock_give(ct, lock_of(b));
 	return id;
@@ -308,10 +339,7 @@ uint8_t l4lb_conn_touch(struct l4lb_conn_table *ct, uint32_t id,
 
 	lock_take(ct, lock_of(b));
 	if (bk->sig[w] && !expired(ct, bk->stamp[w], now_ms)) {
-		st = (uint8_t)STATE_OF(bk->stamp[w]);
-		if (state != L4LB_CONN_FREE &&
-		    !(st == L4LB_CONN_CLOSING && state != L4LB_CONN_CLOSING))
-			st = state;
+		st = state_move((uint8_t)STATE_OF(bk->stamp[w]), state);
 		refresh(ct, bk, w, now_ms, st);
 	}
 	lock_give(ct, lock_of(b));
@@ -336,9 +364,9 @@ static void free_twin(struct l4lb_conn_table *ct, uint32_t id, uint32_t peer)
 		return;
 	lock_take(ct, lock_of(pb));
 	if (ct->buckets[pb].sig[peer % L4LB_CONN_WAYS] &&
-	    ct->entries[peer].peer == id) {
+	    entry_of(ct, peer)->peer == id) {
 		clear_way(ct, pb, peer % L4LB_CONN_WAYS);
-		ct->entries[peer].peer = L4LB_CONN_NONE;
+		entry_of(ct, peer)->peer = L4LB_CONN_NONE;
 	}
 	lock_give(ct, lock_of(pb));
 }
@@ -360,7 +388,7 @@ static int choose_way(struct l4lb_conn_table *ct, uint32_t b, uint8_t state,
 			return (int)w;
 		if (expired(ct, bk->stamp[w], now_ms)) {
 			count(ct, &ct->stats.expired);
-			*victim_peer = ct->entries[b * L4LB_CONN_WAYS + w].peer;
+			*victim_peer = entry_at(ct, b, w)->peer;
 			return (int)w;
 		}
 		st = STATE_OF(bk->stamp[w]);
@@ -380,8 +408,7 @@ static int choose_way(struct l4lb_conn_table *ct, uint32_t b, uint8_t state,
 	if (lru_half < 0)
 		lru_half = lru_any;
 	count(ct, &ct->stats.replaced);
-	*victim_peer =
-	    ct->entries[b * L4LB_CONN_WAYS + (unsigned)lru_half].peer;
+	*victim_peer = entry_at(ct, b, (unsigned)lru_half)->peer;
 	return lru_half;
 }
 
@@ -404,8 +431,8 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 		return L4LB_CONN_NONE;
 	}
 	id = b * L4LB_CONN_WAYS + (uint32_t)w;
-	ct->entries[id] = *c;
-	ct->entries[id].peer = L4LB_CONN_NONE;
+	*entry_at(ct, b, (unsigned)w) = *c;
+	entry_at(ct, b, (unsigned)w)->peer = L4LB_CONN_NONE;
 	ct->buckets[b].sig[w] = sig;
 	ct->buckets[b].stamp[w] = STAMP(now_ms, state);
 	lock_give(ct, lock_of(b));
@@ -420,8 +447,8 @@ void l4lb_conn_link(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
 	uint32_t ba = a / L4LB_CONN_WAYS, bb = b / L4LB_CONN_WAYS;
 
 	lock_two(ct, ba, bb);
-	ct->entries[a].peer = b;
-	ct->entries[b].peer = a;
+	entry_of(ct, a)->peer = b;
+	entry_of(ct, b)->peer = a;
 	unlock_two(ct, ba, bb);
 }
 
@@ -430,9 +457,9 @@ void l4lb_conn_free(struct l4lb_conn_table *ct, uint32_t id)
 	uint32_t b = id / L4LB_CONN_WAYS, peer;
 
 	lock_take(ct, lock_of(b));
-	peer = ct->entries[id].peer;
+	peer = entry_of(ct, id)->peer;
 	clear_way(ct, b, id % L4LB_CONN_WAYS);
-	ct->entries[id].peer = L4LB_CONN_NONE;
+	entry_of(ct, id)->peer = L4LB_CONN_NONE;
 	lock_give(ct, lock_of(b));
 	free_twin(ct, id, peer);
 }
@@ -443,8 +470,8 @@ void l4lb_conn_set_backend(struct l4lb_conn_table *ct, uint32_t id,
 	uint32_t b = id / L4LB_CONN_WAYS;
 
 	lock_take(ct, lock_of(b));
-	ct->entries[id].backend = backend;
-	ct->entries[id].snat_port = snat_port;
+	entry_of(ct, id)->backend = backend;
+	entry_of(ct, id)->snat_port = snat_port;
 	lock_give(ct, lock_of(b));
 }
 

@@ -485,12 +485,15 @@ int l4lb_commit(struct l4lb *lb, struct dpflow_error *err)
 			goto undo;
 	}
 	hashes_rebuild(v);
-	for (unsigned b = 0; b < L4LB_BACKENDS_MAX; b++)
-		if (v->be[b].used &&
-		    v->svc[v->be[b].service].cfg.mode != L4LB_MODE_NAT)
-			lb_encap_template(&v->be[b],
-					  &v->svc[v->be[b].service].cfg,
+	for (unsigned b = 0; b < L4LB_BACKENDS_MAX; b++) {
+		struct lb_backend *be = &v->be[b];
+
+		be->live =
+		    be->used && be->up ? LB_LIVE(be->service, be->gen) : 0;
+		if (be->used && v->svc[be->service].cfg.mode != L4LB_MODE_NAT)
+			lb_encap_template(be, &v->svc[be->service].cfg,
 					  lb->cfg.backend_mac);
+	}
 	old = lb->view;
 	__atomic_store_n(&lb->view, v, __ATOMIC_RELEASE);
 	lb->next = NULL;

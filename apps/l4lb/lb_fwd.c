@@ -39,15 +39,12 @@ enum pkt_kind {
 struct pkt_work {
 	struct l4lb_conn_key key;
 	uint64_t h;
+	struct dpflow_pkt_meta *m;
 	uint32_t idx;
 	uint16_t svc;
 	uint8_t kind;
 	uint8_t drop;
 	uint16_t emb_off; /* ICMP: the embedded IP header */
-	/* K_FWD: the connection lookup, made for the whole burst before any
-	 * packet is handled (so that the entry misses overlap) */
-	uint32_t conn_id;
-	struct l4lb_conn conn;
 };
 
 static const char *const drop_names[] = {
@@ -187,24 +184,27 @@ static uint8_t icmp_classify(const struct lb_view *v, const uint8_t *f,
  */
 struct dst_memo {
 	uint8_t dst[16];
-	uint16_t port;
-	uint8_t proto;
-	uint8_t v6; /* 0xff: empty */
+	uint32_t tag; /* memo_tag() of the destination; 0: empty */
 	uint8_t kind;
 	uint16_t svc;
 };
 
-static bool memo_hit(const struct dst_memo *mm, const uint8_t dst[16],
-		     uint8_t v6, uint8_t proto, uint16_t port)
+static inline uint32_t memo_tag(uint8_t v6, uint8_t proto, uint16_t port)
 {
-	return mm->v6 == v6 && mm->proto == proto && mm->port == port &&
+	return 1u << 25 | (uint32_t)v6 << 24 | (uint32_t)proto << 16 | port;
+}
+
+static bool memo_hit(const struct dst_memo *mm, const uint8_t dst[16],
+		     uint32_t tag, uint8_t v6)
+{
+	return mm->tag == tag &&
 	       (v6 ? !memcmp(mm->dst, dst, 16) : !memcmp(mm->dst, dst, 4));
 }
 
-static void classify(const struct lb_view *v, struct dpflow_pool *pool,
-		     struct pkt_work *w, struct dst_memo *mm)
+static void classify(const struct lb_view *v, struct pkt_work *w,
+		     struct dst_memo *mm)
 {
-	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	const struct dpflow_pkt_meta *m = w->m;
 	const struct dpflow_hdr *o = &m->outer;
 	uint8_t v6 = o->l3_type == DPFLOW_L3_IPV6;
 
@@ -219,11 +219,11 @@ static void classify(const struct lb_view *v, struct dpflow_pool *pool,
 		return;
 	}
 	if (o->l4_type == DPFLOW_L4_TCP || o->l4_type == DPFLOW_L4_UDP) {
-		if (!memo_hit(mm, o->dst, v6, o->proto, o->dport)) {
+		uint32_t tag = memo_tag(v6, o->proto, o->dport);
+
+		if (!memo_hit(mm, o->dst, tag, v6)) {
 			memcpy(mm->dst, o->dst, 16);
-			mm->port = o->dport;
-			mm->proto = o->proto;
-			mm->v6 = v6;
+			mm->tag = tag;
 			mm->svc =
 			    lb_svc_lookup(v, o->dst, v6, o->proto, o->dport);
 			mm->kind = mm->svc != SVC_NONE ? K_FWD
@@ -236,8 +236,7 @@ static void classify(const struct lb_view *v, struct dpflow_pool *pool,
 			w->kind = K_FWD;
 			/* DSR: the outer headers go in front of the frame */
 			if (v->svc[w->svc].cfg.mode != L4LB_MODE_NAT) {
-				const uint8_t *f =
-				    dpflow_pkt_data(pool, w->idx);
+				const uint8_t *f = dpflow_meta_data(w->m);
 
 				__builtin_prefetch(f - 1, 1, 3);
 				__builtin_prefetch(f - ENCAP_HLEN_MAX, 1, 3);
@@ -252,7 +251,7 @@ static void classify(const struct lb_view *v, struct dpflow_pool *pool,
 				  o->dport, o->proto);
 	} else if (o->l4_type == DPFLOW_L4_ICMP ||
 		   o->l4_type == DPFLOW_L4_ICMPV6) {
-		w->kind = icmp_classify(v, dpflow_pkt_data(pool, w->idx), m, w);
+		w->kind = icmp_classify(v, dpflow_meta_data(w->m), m, w);
 		if (w->kind == K_DROP) {
 			w->drop = L4LB_DROP_ICMP_BAD;
 			return;
@@ -283,7 +282,7 @@ static void nat_rewrite(uint8_t *l3, uint8_t *l4, uint8_t v6, uint8_t proto,
 			uint16_t dport)
 {
 	uint8_t ports[4];
-	uint32_t acc = 0;
+	uint64_t acc = 0;
 	uint8_t *ck = l4 + (proto == IPPROTO_TCP_ ? 16 : 6);
 
 	/* constant lengths: the sums and copies unroll */
@@ -399,8 +398,8 @@ static void icmp_csum_set(uint8_t *l3, uint8_t *l4, uint8_t v6, unsigned len)
 static void too_big(struct l4lb *lb, struct dpflow_pool *pool,
 		    const struct pkt_work *w, unsigned overhead)
 {
-	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
-	const uint8_t *f = dpflow_pkt_data(pool, w->idx);
+	struct dpflow_pkt_meta *m = w->m;
+	const uint8_t *f = dpflow_meta_data(m);
 	const uint8_t *ip = f + m->outer.l3_off;
 	uint8_t v6 = m->outer.l3_type == DPFLOW_L3_IPV6;
 	unsigned mtu = lb->cfg.backend_mtu - overhead, ihl, quote, len;
@@ -467,7 +466,7 @@ static bool encap(struct l4lb *lb, const struct lb_service *s,
 		  const struct lb_backend *b, struct dpflow_pool *pool,
 		  struct pkt_work *w)
 {
-	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	struct dpflow_pkt_meta *m = w->m;
 	uint8_t in_v6 = m->outer.l3_type == DPFLOW_L3_IPV6;
 	uint8_t out_v6 = b->cfg.addr.v6;
 	bool gue = s->cfg.mode == L4LB_MODE_GUE;
@@ -543,10 +542,8 @@ static bool encap(struct l4lb *lb, const struct lb_service *s,
 static bool backend_ok(const struct lb_view *v, const struct l4lb_conn *c,
 		       uint16_t svc)
 {
-	uint32_t id = c->backend;
-
-	return id < L4LB_BACKENDS_MAX && v->be[id].used && v->be[id].up &&
-	       v->be[id].service == svc && v->be[id].gen == c->backend_gen;
+	return c->backend < L4LB_BACKENDS_MAX &&
+	       v->be[c->backend].live == LB_LIVE(svc, c->backend_gen);
 }
 
 static uint32_t maglev_pick(const struct lb_service *s, uint64_t h)
@@ -621,43 +618,22 @@ static void inc(uint64_t *c, bool atomic)
 		(*c)++;
 }
 
-/*
- * The lookup of @w's flow again, for the cases in which an earlier packet
- * of the burst may have changed its entry: made, freed or replaced it
- * (the lines are in cache by now). The same entry: the first lookup's
- * copy stands (its state is the one before this packet).
- */
-static uint32_t fwd_relookup(struct l4lb *lb, const struct pkt_work *w,
-			     uint8_t flags, uint32_t now_ms,
-			     struct l4lb_conn *c)
-{
-	struct l4lb_conn again;
-	uint32_t id =
-	    l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms,
-			     fwd_state(w->key.proto, flags, false), &again);
-
-	if (id != w->conn_id)
-		*c = again;
-	return id;
-}
-
 /* A packet to a VIP: find or make its flow, rewrite or encapsulate. */
 static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 		   struct dpflow_pool *pool, struct pkt_work *w,
 		   struct lb_shard *sh, bool at, uint32_t now_ms)
 {
-	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	struct dpflow_pkt_meta *m = w->m;
 	const struct lb_service *s = &v->svc[w->svc];
 	uint8_t flags = m->outer.tcp_flags;
-	struct l4lb_conn c = w->conn;
-	uint32_t id = w->conn_id, be;
+	struct l4lb_conn c;
+	uint32_t id, be;
 	uint16_t snat_port = 0;
 	const struct lb_backend *b;
 	bool nat = s->cfg.mode == L4LB_MODE_NAT;
 
-	if (id == L4LB_CONN_NONE || c.state != L4LB_CONN_ESTABLISHED ||
-	    !backend_ok(v, &c, w->svc))
-		id = fwd_relookup(lb, w, flags, now_ms, &c);
+	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms,
+			      fwd_state(w->key.proto, flags, false), &c);
 	if (id != L4LB_CONN_NONE && !backend_ok(v, &c, w->svc)) {
 		l4lb_conn_free(lb->conns, id); /* rescheduled */
 		id = L4LB_CONN_NONE;
@@ -708,7 +684,7 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 	}
 	b = &v->be[be];
 	if (nat) {
-		uint8_t *f = dpflow_pkt_data(pool, w->idx);
+		uint8_t *f = dpflow_meta_data(m);
 
 		nat_rewrite(f + m->outer.l3_off, f + m->outer.l4_off, w->key.v6,
 			    w->key.proto, s->cfg.snat.b, snat_port,
@@ -726,12 +702,12 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 
 /* NAT reply backend -> SNAT: translate back to VIP -> client. */
 static void do_reply(struct l4lb *lb, const struct lb_view *v,
-		     struct dpflow_pool *pool, struct pkt_work *w,
-		     struct lb_shard *sh, bool at, uint32_t now_ms)
+		     struct pkt_work *w, struct lb_shard *sh, bool at,
+		     uint32_t now_ms)
 {
-	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	struct dpflow_pkt_meta *m = w->m;
 	struct l4lb_conn r, fc;
-	uint8_t *f = dpflow_pkt_data(pool, w->idx);
+	uint8_t *f = dpflow_meta_data(m);
 	uint8_t st = L4LB_CONN_FREE, fst;
 	uint32_t id;
 
@@ -768,12 +744,12 @@ static void do_reply(struct l4lb *lb, const struct lb_view *v,
  * packet to @src:@sport -> @dst:@dport; the quoted and outer IPv4 header
  * checksums and the ICMP checksum recomputed.
  */
-static void icmp_translate(struct dpflow_pool *pool, const struct pkt_work *w,
-			   const uint8_t *to, const uint8_t *src,
-			   uint16_t sport, const uint8_t *dst, uint16_t dport)
+static void icmp_translate(const struct pkt_work *w, const uint8_t *to,
+			   const uint8_t *src, uint16_t sport,
+			   const uint8_t *dst, uint16_t dport)
 {
-	const struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
-	uint8_t *f = dpflow_pkt_data(pool, w->idx);
+	struct dpflow_pkt_meta *m = w->m;
+	uint8_t *f = dpflow_meta_data(m);
 	uint8_t *l3 = f + m->outer.l3_off, *l4 = f + m->outer.l4_off;
 	uint8_t *e = f + w->emb_off;
 	uint8_t v6 = w->key.v6;
@@ -798,7 +774,7 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 		    struct dpflow_pool *pool, struct pkt_work *w,
 		    struct lb_shard *sh, bool at, uint32_t now_ms)
 {
-	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	struct dpflow_pkt_meta *m = w->m;
 	const struct lb_service *s = &v->svc[w->svc];
 	struct l4lb_conn c;
 	const struct lb_backend *b;
@@ -813,11 +789,10 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 	b = &v->be[c.backend];
 	if (s->cfg.mode == L4LB_MODE_NAT) {
 		/* outer: -> backend; quoted: backend:bport -> snat:port */
-		icmp_translate(pool, w, b->cfg.addr.b, b->cfg.addr.b,
+		icmp_translate(w, b->cfg.addr.b, b->cfg.addr.b,
 			       b->cfg.port ? b->cfg.port : w->key.dport,
 			       s->cfg.snat.b, c.snat_port);
-		eth_set(dpflow_pkt_data(pool, w->idx), b->dst_mac,
-			lb->cfg.backend_mac);
+		eth_set(dpflow_meta_data(m), b->dst_mac, lb->cfg.backend_mac);
 	} else if (!encap(lb, s, b, pool, w)) {
 		return;
 	}
@@ -831,11 +806,10 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
  * sent a backend (snat:port -> backend:bport): to the flow's client, as
  * an error about the client's own packet (client:cport -> VIP:vport).
  */
-static void do_icmp_reply(struct l4lb *lb, struct dpflow_pool *pool,
-			  struct pkt_work *w, struct lb_shard *sh, bool at,
-			  uint32_t now_ms)
+static void do_icmp_reply(struct l4lb *lb, struct pkt_work *w,
+			  struct lb_shard *sh, bool at, uint32_t now_ms)
 {
-	struct dpflow_pkt_meta *m = dpflow_pool_meta(pool, w->idx);
+	struct dpflow_pkt_meta *m = w->m;
 	struct l4lb_conn r, fc;
 	uint32_t id;
 
@@ -849,10 +823,9 @@ static void do_icmp_reply(struct l4lb *lb, struct dpflow_pool *pool,
 	}
 	fc = *l4lb_conn_entry(lb->conns, r.peer);
 	/* outer: -> client; quoted: client:cport -> VIP:vport */
-	icmp_translate(pool, w, fc.key.src, fc.key.src, fc.key.sport,
-		       fc.key.dst, fc.key.dport);
-	eth_set(dpflow_pkt_data(pool, w->idx), lb->cfg.client_gw_mac,
-		lb->cfg.client_mac);
+	icmp_translate(w, fc.key.src, fc.key.src, fc.key.sport, fc.key.dst,
+		       fc.key.dport);
+	eth_set(dpflow_meta_data(m), lb->cfg.client_gw_mac, lb->cfg.client_mac);
 	if (fc.service < L4LB_SERVICES_MAX)
 		count_add(&sh->svc[fc.service].icmp, m->data_len, at);
 	w->kind = K_REPLY; /* leaves by the client port */
@@ -870,7 +843,7 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	/* the TSC clock: CLOCK_MONOTONIC_RAW is a system call on some VMs */
 	uint32_t now_ms = (uint32_t)(dpflow_clock_ns() / 1000000u);
 	struct pkt_work w[FWD_BURST_MAX];
-	struct dst_memo memo = {.v6 = 0xff};
+	struct dst_memo memo = {.tag = 0};
 	struct fwd_out out;
 
 	while (n > FWD_BURST_MAX) {
@@ -881,8 +854,9 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	out.n_client = out.n_backend = out.n_drop = 0;
 	for (unsigned i = 0; i < n; i++) {
 		w[i].idx = idx[i];
+		w[i].m = dpflow_pool_meta(pool, idx[i]);
 		w[i].drop = 0;
-		classify(v, pool, &w[i], &memo);
+		classify(v, &w[i], &memo);
 	}
 	/* the bucket lines, then the entry lines, each in a loop of its
 	 * own: a prefetch that misses the TLB holds up retirement until its
@@ -896,32 +870,18 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 		if (w[i].kind != K_DROP)
 			l4lb_conn_prefetch_entry(lb->conns, w[i].h);
 	for (unsigned i = 0; i < n; i++) {
-		if (w[i].kind != K_FWD)
-			continue;
-		w[i].conn_id = l4lb_conn_lookup(
-		    lb->conns, &w[i].key, w[i].h, now_ms,
-		    fwd_state(w[i].key.proto,
-			      dpflow_pool_meta(pool, w[i].idx)->outer.tcp_flags,
-			      false),
-		    &w[i].conn);
-		/* the backend's line, for backend_ok() and the rewrite */
-		if (w[i].conn_id != L4LB_CONN_NONE &&
-		    w[i].conn.backend < L4LB_BACKENDS_MAX)
-			DPFLOW_PREFETCH(&v->be[w[i].conn.backend]);
-	}
-	for (unsigned i = 0; i < n; i++) {
 		switch (w[i].kind) {
 		case K_FWD:
 			do_fwd(lb, v, pool, &w[i], sh, at, now_ms);
 			break;
 		case K_REPLY:
-			do_reply(lb, v, pool, &w[i], sh, at, now_ms);
+			do_reply(lb, v, &w[i], sh, at, now_ms);
 			break;
 		case K_ICMP:
 			do_icmp(lb, v, pool, &w[i], sh, at, now_ms);
 			break;
 		case K_ICMP_REPLY:
-			do_icmp_reply(lb, pool, &w[i], sh, at, now_ms);
+			do_icmp_reply(lb, &w[i], sh, at, now_ms);
 			break;
 		default:
 			break;

@@ -50,22 +50,48 @@ static inline uint16_t csum_fold(uint32_t sum)
 	return (uint16_t)sum;
 }
 
-/* Add to @acc the change of @n big-endian words from @old to @new
- * (RFC 1624: ~m + m'). */
-static inline uint32_t csum_delta(uint32_t acc, const uint8_t *old,
+/*
+ * Incremental updates (RFC 1624: ~m + m') in the machine's byte order,
+ * four bytes at a time into a 64-bit sum: a one's-complement sum does not
+ * depend on byte order (RFC 1071 2(B)) as long as the checksum field is
+ * read and written in the same order, and the 32-bit words fold into the
+ * same 16-bit sum as their halves would.
+ */
+
+/* Add to @acc the change of @len bytes (a multiple of 4) from @old to
+ * @new_. */
+static inline uint64_t csum_delta(uint64_t acc, const uint8_t *old,
 				  const uint8_t *new_, unsigned len)
 {
-	for (unsigned i = 0; i + 1 < len; i += 2)
-		acc += (uint16_t)~ld16(old + i) + ld16(new_ + i);
+	for (unsigned i = 0; i < len; i += 4) {
+		uint32_t o, n;
+
+		memcpy(&o, old + i, 4);
+		memcpy(&n, new_ + i, 4);
+		acc += (uint32_t)~o;
+		acc += n;
+	}
 	return acc;
 }
 
-/* Apply delta @acc to the checksum field at @field (RFC 1624 eqn. 3). */
-static inline void csum_apply(uint8_t *field, uint32_t acc)
+static inline uint16_t csum_fold64(uint64_t s)
 {
-	uint32_t sum = (uint16_t)~ld16(field) + acc;
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffu) + (s >> 16);
+	s = (s & 0xffffu) + (s >> 16);
+	return (uint16_t)s;
+}
 
-	st16(field, (uint16_t)~csum_fold(sum));
+/* Apply delta @acc (csum_delta()) to the checksum field at @field
+ * (RFC 1624 eqn. 3). */
+static inline void csum_apply(uint8_t *field, uint64_t acc)
+{
+	uint16_t f;
+
+	memcpy(&f, field, 2);
+	f = (uint16_t)~csum_fold64((uint16_t)~f + acc);
+	memcpy(field, &f, 2);
 }
 
 /* The IPv4 header checksum of @ihl bytes at @ip (field at 10 zeroed). */

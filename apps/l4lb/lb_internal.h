@@ -11,6 +11,8 @@
 #define SVC_HASH_SIZE	256u
 #define SVC_NONE	0xffffu
 #define LB_BACKEND_NONE UINT32_MAX /* a Maglev slot without backend */
+#define LB_LIVE(service, gen) \
+	(1ull << 32 | (uint64_t)(service) << 16 | (uint64_t)(gen))
 
 /* A service as packets see it. */
 struct lb_service {
@@ -25,8 +27,10 @@ struct lb_backend {
 	bool used;
 	bool up;
 	uint16_t service;
-	uint16_t gen; /* changes whenever the id is given to a new backend:
-			 flows tracked to the old one are rescheduled */
+	uint16_t gen;  /* changes whenever the id is given to a new backend:
+			  flows tracked to the old one are rescheduled */
+	uint64_t live; /* LB_LIVE(service, gen) while used and up, else 0
+			  (set at commit): what a tracked flow must match */
 	struct l4lb_backend_cfg cfg;
 	uint8_t dst_mac[6]; /* cfg.mac or the backend gateway MAC */
 	/* DSR services: the outer headers (Ethernet, IP, UDP for GUE) with

@@ -119,6 +119,14 @@ DPF_HD static inline uint8_t *dpflow_pkt_data(const struct dpflow_pool *pool,
 	       dpflow_pool_meta(pool, idx)->data_off;
 }
 
+/* First byte of the frame of the slot whose metadata is @m (the buffer
+ * follows the metadata): dpflow_pkt_data() without the pool arithmetic,
+ * for code that already holds @m. */
+DPF_HD static inline uint8_t *dpflow_meta_data(struct dpflow_pkt_meta *m)
+{
+	return (uint8_t *)(m + 1) + m->data_off;
+}
+
 /* Room after the frame's first byte. */
 DPF_HD static inline uint32_t
 dpflow_pkt_tailroom(const struct dpflow_pool *pool, uint32_t idx)
