@@ -184,20 +184,17 @@ static uint8_t icmp_classify(const struct lb_view *v, const uint8_t *f,
  */
 struct dst_memo {
 	uint8_t dst[16];
-	uint32_t tag; /* memo_tag() of the destination; 0: empty */
+	uint16_t port;
+	uint8_t proto;
+	uint8_t v6; /* 0xff: empty */
 	uint8_t kind;
 	uint16_t svc;
 };
 
-static inline uint32_t memo_tag(uint8_t v6, uint8_t proto, uint16_t port)
-{
-	return 1u << 25 | (uint32_t)v6 << 24 | (uint32_t)proto << 16 | port;
-}
-
 static bool memo_hit(const struct dst_memo *mm, const uint8_t dst[16],
-		     uint32_t tag, uint8_t v6)
+		     uint8_t v6, uint8_t proto, uint16_t port)
 {
-	return mm->tag == tag &&
+	return mm->v6 == v6 && mm->proto == proto && mm->port == port &&
 	       (v6 ? !memcmp(mm->dst, dst, 16) : !memcmp(mm->dst, dst, 4));
 }
 
@@ -219,11 +216,11 @@ static void classify(const struct lb_view *v, struct pkt_work *w,
 		return;
 	}
 	if (o->l4_type == DPFLOW_L4_TCP || o->l4_type == DPFLOW_L4_UDP) {
-		uint32_t tag = memo_tag(v6, o->proto, o->dport);
-
-		if (!memo_hit(mm, o->dst, tag, v6)) {
+		if (!memo_hit(mm, o->dst, v6, o->proto, o->dport)) {
 			memcpy(mm->dst, o->dst, 16);
-			mm->tag = tag;
+			mm->port = o->dport;
+			mm->proto = o->proto;
+			mm->v6 = v6;
 			mm->svc =
 			    lb_svc_lookup(v, o->dst, v6, o->proto, o->dport);
 			mm->kind = mm->svc != SVC_NONE ? K_FWD
@@ -277,9 +274,10 @@ static void eth_set(uint8_t *f, const uint8_t dst[6], const uint8_t src[6])
  * @l3, L4 at @l4): source to @src:@sport, destination to @dst:@dport,
  * with the IPv4 header checksum and the L4 checksum updated.
  */
-static void nat_rewrite(uint8_t *l3, uint8_t *l4, uint8_t v6, uint8_t proto,
-			const uint8_t *src, uint16_t sport, const uint8_t *dst,
-			uint16_t dport)
+static inline __attribute__((always_inline)) void
+nat_rewrite(uint8_t *l3, uint8_t *l4, uint8_t v6, uint8_t proto,
+	    const uint8_t *src, uint16_t sport, const uint8_t *dst,
+	    uint16_t dport)
 {
 	uint8_t ports[4];
 	uint64_t acc = 0;
@@ -843,7 +841,7 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	/* the TSC clock: CLOCK_MONOTONIC_RAW is a system call on some VMs */
 	uint32_t now_ms = (uint32_t)(dpflow_clock_ns() / 1000000u);
 	struct pkt_work w[FWD_BURST_MAX];
-	struct dst_memo memo = {.tag = 0};
+	struct dst_memo memo = {.v6 = 0xff};
 	struct fwd_out out;
 
 	while (n > FWD_BURST_MAX) {
