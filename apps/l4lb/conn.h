@@ -7,7 +7,9 @@
  * A fixed-size set-associative table: 2^k buckets of 8 ways. A bucket's
  * first cache line holds the 8 signatures and the 8 stamps (last use in
  * milliseconds and the state), so that a lookup reads one line per bucket
- * and one entry line per match; bulk lookups prefetch both a burst ahead.
+ * and one entry line per match; callers prefetch both for a burst
+ * (l4lb_conn_prefetch(), then l4lb_conn_prefetch_entry()) before looking
+ * its flows up.
  * Memory is fixed at creation: a flood of new flows cannot grow it.
  *
  * Replacement, when a bucket has no free or expired way: a new half-open

@@ -1,9 +1,9 @@
 /*
  * The balancer's data path (l4lb.h): a software handler that classifies
  * a burst (to a VIP, a reply to a SNAT address, an ICMP error about a
- * flow), looks the flows up in the connection table with the bucket
- * lines prefetched a burst ahead, picks backends for new flows by Maglev,
- * rewrites or encapsulates each packet and transmits it.
+ * flow), prefetches the burst's connection table lines, then for each
+ * packet looks its flow up, picks a backend for a new flow by Maglev,
+ * rewrites or encapsulates the packet and transmits it.
  */
 #include <errno.h>
 #include <string.h>
