@@ -1,56 +1,14 @@
 /*
- * The balancer's connection table (conn.h): buckets of 8 ways, a header
+ * The balancer's connection table (conn.h; its layout and the inline
+ * lookup are in conn_impl.h): buckets of 8 ways, a header
  * line of signatures and stamps per bucket, entries in a separate array.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
-#include "l4lb/conn.h"
-
-/* stamp word: (ms & L4LB_CONN_STAMP_MAX) << 2 | state */
-struct conn_bucket {
-	uint32_t sig[L4LB_CONN_WAYS]; /* 0: free way */
-	uint32_t stamp[L4LB_CONN_WAYS];
-} DPFLOW_CACHE_ALIGNED;
-
-struct l4lb_conn_table {
-	struct conn_bucket *buckets;
-	struct l4lb_conn *entries;
-	size_t buckets_len, entries_len; /* mapped bytes */
-	uint32_t mask;			 /* buckets - 1 */
-	bool shared;
-	uint32_t timeout[4]; /* by state */
-	struct l4lb_conn_stats stats;
-	uint8_t locks[L4LB_CONN_LOCKS] DPFLOW_CACHE_ALIGNED;
-};
-
-#define STAMP(ms, st) ((((ms)&L4LB_CONN_STAMP_MAX) << 2) | (st))
-#define STATE_OF(w)   ((w)&3u)
-#define MS_OF(w)      ((w) >> 2)
-/* ms a thread's now_ms may trail stamps other threads wrote */
-#define CONN_SKEW_MAX 0x10000u
-/* longest timeout: ages beyond it are taken for stamps ahead */
-#define CONN_TIMEOUT_MAX (L4LB_CONN_STAMP_MAX - CONN_SKEW_MAX)
-
-/* Entry of way @w of bucket @b, and entry @id (bucket id / 8, way id % 8).
- * (A way-major layout, with the live entries gathered in the first ways'
- * arrays, measured no faster at 1M flows.) */
-static inline struct l4lb_conn *entry_at(const struct l4lb_conn_table *ct,
-					 uint32_t b, unsigned w)
-{
-	return &ct->entries[(size_t)b * L4LB_CONN_WAYS + w];
-}
-
-static inline struct l4lb_conn *entry_of(const struct l4lb_conn_table *ct,
-					 uint32_t id)
-{
-	return entry_at(ct, id / L4LB_CONN_WAYS, id % L4LB_CONN_WAYS);
-}
+#include "l4lb/conn_impl.h"
 
 static void count(struct l4lb_conn_table *ct, uint64_t *c)
 {
@@ -58,29 +16,6 @@ static void count(struct l4lb_conn_table *ct, uint64_t *c)
 		__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
 	else
 		(*c)++;
-}
-
-static uint32_t lock_of(uint32_t bucket)
-{
-	return bucket & (L4LB_CONN_LOCKS - 1);
-}
-
-static void lock_take(struct l4lb_conn_table *ct, uint32_t l)
-{
-	if (!ct->shared)
-		return;
-	for (;;) {
-		if (!__atomic_exchange_n(&ct->locks[l], 1, __ATOMIC_ACQUIRE))
-			return;
-		while (__atomic_load_n(&ct->locks[l], __ATOMIC_RELAXED))
-			__builtin_ia32_pause();
-	}
-}
-
-static void lock_give(struct l4lb_conn_table *ct, uint32_t l)
-{
-	if (ct->shared)
-		__atomic_store_n(&ct->locks[l], 0, __ATOMIC_RELEASE);
 }
 
 /* Take the locks of buckets @a and @b (either may repeat) in order. */
@@ -182,62 +117,9 @@ struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id)
 	return entry_of(ct, id);
 }
 
-static inline uint32_t sig_of(uint64_t h)
-{
-	return (uint32_t)(h >> 32) | 1u;
-}
-
 void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h)
 {
 	DPFLOW_PREFETCH(&ct->buckets[h & ct->mask]);
-}
-
-static inline bool key_eq(const struct l4lb_conn_key *a,
-			  const struct l4lb_conn_key *b)
-{
-	return ((a->w[0] ^ b->w[0]) | (a->w[1] ^ b->w[1]) |
-		(a->w[2] ^ b->w[2]) | (a->w[3] ^ b->w[3]) |
-		(a->w[4] ^ b->w[4])) == 0;
-}
-
-/*
- * How long ago @stamp was written, in ms, at @now_ms. Data threads read
- * the clock once a burst, so a stamp another thread wrote may be a little
- * ahead of @now_ms: such a stamp is young (age 0), not 2^30 ms old.
- */
-static inline uint32_t age_of(uint32_t stamp, uint32_t now_ms)
-{
-	uint32_t age = ((now_ms & L4LB_CONN_STAMP_MAX) - MS_OF(stamp)) &
-		       L4LB_CONN_STAMP_MAX;
-
-	return age > L4LB_CONN_STAMP_MAX - CONN_SKEW_MAX ? 0 : age;
-}
-
-static inline bool expired(const struct l4lb_conn_table *ct, uint32_t stamp,
-			   uint32_t now_ms)
-{
-	return age_of(stamp, now_ms) > ct->timeout[STATE_OF(stamp)];
-}
-
-/* Bit w set where the bucket's signature w is @sig. */
-static inline unsigned sig_matches(const struct conn_bucket *bk, uint32_t sig)
-{
-#ifdef __SSE2__
-	__m128i s = _mm_set1_epi32((int)sig);
-	__m128i lo = _mm_cmpeq_epi32(
-	    _mm_load_si128((const __m128i *)(const void *)&bk->sig[0]), s);
-	__m128i hi = _mm_cmpeq_epi32(
-	    _mm_load_si128((const __m128i *)(const void *)&bk->sig[4]), s);
-
-	return (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo)) |
-	       (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
-#else
-	unsigned m = 0;
-
-	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++)
-		m |= (unsigned)(bk->sig[w] == sig) << w;
-	return m;
-#endif
 }
 
 void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
@@ -285,49 +167,11 @@ static int find_way(struct l4lb_conn_table *ct, uint32_t b,
 	return -1;
 }
 
-/* The state a hit in state @st moves to on a request for @req (FREE:
- * stay; nothing leaves CLOSING but for CLOSING). */
-static inline uint8_t state_move(uint8_t st, uint8_t req)
-{
-	if (req == L4LB_CONN_FREE ||
-	    (st == L4LB_CONN_CLOSING && req != L4LB_CONN_CLOSING))
-		return st;
-	return req;
-}
-
-/* find_way() and refresh() in one pass over the bucket: the path of every
- * packet of a tracked flow, so the age is worked out once. */
 uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
 			  const struct l4lb_conn_key *k, uint64_t h,
 			  uint32_t now_ms, uint8_t state, struct l4lb_conn *out)
 {
-	uint32_t b = (uint32_t)h & ct->mask;
-	struct conn_bucket *bk = &ct->buckets[b];
-	uint32_t id = L4LB_CONN_NONE;
-
-	lock_take(ct, lock_of(b));
-	for (unsigned m = sig_matches(bk, sig_of(h)); m; m &= m - 1) {
-		unsigned w = (unsigned)__builtin_ctz(m);
-		uint32_t stamp = bk->stamp[w], age = age_of(stamp, now_ms);
-		uint32_t timeout = ct->timeout[STATE_OF(stamp)];
-		uint8_t st = (uint8_t)STATE_OF(stamp), to;
-
-		const struct l4lb_conn *e = entry_at(ct, b, w);
-
-		if (age > timeout || !key_eq(&e->key, k))
-			continue;
-		to = state_move(st, state);
-		if (out) {
-			*out = *e;
-			out->state = st;
-		}
-		if (to != st || age >= timeout >> L4LB_CONN_REFRESH_SHIFT)
-			bk->stamp[w] = STAMP(now_ms, to);
-		id = b * L4LB_CONN_WAYS + w;
-		break;
-	}
-	lock_give(ct, lock_of(b));
-	return id;
+	return l4lb_conn_lookup_inline(ct, k, h, now_ms, state, out);
 }
 
 uint8_t l4lb_conn_touch(struct l4lb_conn_table *ct, uint32_t id,

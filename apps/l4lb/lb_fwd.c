@@ -11,6 +11,7 @@
 #include "dpflow/clock.h"
 #include "dpflow/pool.h"
 
+#include "l4lb/conn_impl.h"
 #include "l4lb/lb_hdr.h"
 #include "l4lb/lb_internal.h"
 
@@ -630,8 +631,8 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 	const struct lb_backend *b;
 	bool nat = s->cfg.mode == L4LB_MODE_NAT;
 
-	id = l4lb_conn_lookup(lb->conns, &w->key, w->h, now_ms,
-			      fwd_state(w->key.proto, flags, false), &c);
+	id = l4lb_conn_lookup_inline(lb->conns, &w->key, w->h, now_ms,
+				     fwd_state(w->key.proto, flags, false), &c);
 	if (id != L4LB_CONN_NONE && !backend_ok(v, &c, w->svc)) {
 		l4lb_conn_free(lb->conns, id); /* rescheduled */
 		id = L4LB_CONN_NONE;
