@@ -103,28 +103,32 @@ dpflow_pool_meta(const struct dpflow_pool *pool, uint32_t idx)
 					  (size_t)idx * pool->stride);
 }
 
+/* Start of the buffer of the slot whose metadata is @m (headroom
+ * included): a slot's buffer follows its metadata. */
+DPF_HD static inline uint8_t *dpflow_meta_buf(struct dpflow_pkt_meta *m)
+{
+	return (uint8_t *)(m + 1);
+}
+
+/* First byte of the frame of the slot whose metadata is @m: the pool
+ * arithmetic of dpflow_pkt_data() saved, for code that already holds @m. */
+DPF_HD static inline uint8_t *dpflow_meta_data(struct dpflow_pkt_meta *m)
+{
+	return dpflow_meta_buf(m) + m->data_off;
+}
+
 /* Start of the slot's buffer (headroom included). */
 DPF_HD static inline uint8_t *dpflow_pool_buf(const struct dpflow_pool *pool,
 					      uint32_t idx)
 {
-	return pool->base + (size_t)idx * pool->stride +
-	       sizeof(struct dpflow_pkt_meta);
+	return dpflow_meta_buf(dpflow_pool_meta(pool, idx));
 }
 
 /* First byte of the frame. */
 DPF_HD static inline uint8_t *dpflow_pkt_data(const struct dpflow_pool *pool,
 					      uint32_t idx)
 {
-	return dpflow_pool_buf(pool, idx) +
-	       dpflow_pool_meta(pool, idx)->data_off;
-}
-
-/* First byte of the frame of the slot whose metadata is @m (the buffer
- * follows the metadata): dpflow_pkt_data() without the pool arithmetic,
- * for code that already holds @m. */
-DPF_HD static inline uint8_t *dpflow_meta_data(struct dpflow_pkt_meta *m)
-{
-	return (uint8_t *)(m + 1) + m->data_off;
+	return dpflow_meta_data(dpflow_pool_meta(pool, idx));
 }
 
 /* Room after the frame's first byte. */
