@@ -132,21 +132,14 @@ void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
 		DPFLOW_PREFETCH(entry_at(ct, b, (unsigned)__builtin_ctz(m)));
 }
 
-/*
- * A hit on way @w moves it to @st and refreshes its stamp, unless neither
- * changes much: the state stays and the stamp is younger than 1/2^
- * L4LB_CONN_REFRESH_SHIFT of the state's timeout. Most hits then leave
- * the bucket line clean (no write back to memory for a line that is
- * read at random among hundreds of megabytes). Lock held.
- */
+/* refresh_at() of way @w, which a hit moves to @st (lock held). */
 static inline void refresh(struct l4lb_conn_table *ct, struct conn_bucket *bk,
 			   unsigned w, uint32_t now_ms, uint8_t st)
 {
 	uint32_t old = bk->stamp[w];
-	uint32_t due = ct->timeout[STATE_OF(old)] >> L4LB_CONN_REFRESH_SHIFT;
 
-	if (STATE_OF(old) != st || age_of(old, now_ms) >= due)
-		bk->stamp[w] = STAMP(now_ms, st);
+	refresh_at(bk, w, now_ms, (uint8_t)STATE_OF(old), st,
+		   age_of(old, now_ms), ct->timeout[STATE_OF(old)]);
 }
 
 /* Way of @k in bucket @b, or -1. Lock held. */

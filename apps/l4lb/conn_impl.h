@@ -139,6 +139,22 @@ static inline uint8_t state_move(uint8_t st, uint8_t req)
 	return req;
 }
 
+/*
+ * A hit on way @w moves it from state @from to @to and refreshes its
+ * stamp (@age ms old, of a state whose timeout is @timeout), unless
+ * neither changes much: the state stays and the stamp is younger than
+ * 1/2^L4LB_CONN_REFRESH_SHIFT of the timeout. Most hits then leave the
+ * bucket line clean (no write back to memory for a line that is read at
+ * random among hundreds of megabytes). Lock held.
+ */
+static inline void refresh_at(struct conn_bucket *bk, unsigned w,
+			      uint32_t now_ms, uint8_t from, uint8_t to,
+			      uint32_t age, uint32_t timeout)
+{
+	if (to != from || age >= timeout >> L4LB_CONN_REFRESH_SHIFT)
+		bk->stamp[w] = STAMP(now_ms, to);
+}
+
 /* l4lb_conn_lookup(), inline for the data path: find_way() and
  * refresh() in one pass over the bucket (the path of every packet of a
  * tracked flow, so the age is worked out once). */
@@ -158,7 +174,6 @@ static inline uint32_t l4lb_conn_lookup_inline(struct l4lb_conn_table *ct,
 		uint32_t stamp = bk->stamp[w], age = age_of(stamp, now_ms);
 		uint32_t timeout = ct->timeout[STATE_OF(stamp)];
 		uint8_t st = (uint8_t)STATE_OF(stamp), to;
-
 		const struct l4lb_conn *e = entry_at(ct, b, w);
 
 		if (age > timeout || !key_eq(&e->key, k))
@@ -168,8 +183,7 @@ static inline uint32_t l4lb_conn_lookup_inline(struct l4lb_conn_table *ct,
 			*out = *e;
 			out->state = st;
 		}
-		if (to != st || age >= timeout >> L4LB_CONN_REFRESH_SHIFT)
-			bk->stamp[w] = STAMP(now_ms, to);
+		refresh_at(bk, w, now_ms, st, to, age, timeout);
 		id = b * L4LB_CONN_WAYS + w;
 		break;
 	}
