@@ -39,6 +39,8 @@ int bench_runtime(int argc, char **argv);
 int bench_lpm(int argc, char **argv);
 /* `dpflow bench txtime`: timed-transmit release error and cost. */
 int bench_txtime(int argc, char **argv);
+/* `dpflow bench mem`: random line lookups, the memory system's ceiling */
+int bench_mem(int argc, char **argv);
 
 /* `dpflow bench exact-1m|acl-10k --target gpu` (bench_gpu.c, built with
  * the GPU target): @argv without --target. */

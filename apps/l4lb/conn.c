@@ -1,7 +1,7 @@
 /*
  * The balancer's connection table (conn.h; its layout and the inline
- * lookup are in conn_impl.h): buckets of 8 ways, a header
- * line of signatures and stamps per bucket, entries in a separate array.
+ * lookup are in conn_impl.h): buckets of 8 ways, each a line of
+ * signatures and stamps followed by its 8 entries.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -85,11 +85,9 @@ struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
 	for (unsigned i = 0; i < 4; i++)
 		if (ct->timeout[i] > CONN_TIMEOUT_MAX)
 			ct->timeout[i] = CONN_TIMEOUT_MAX;
-	ct->buckets_len = (size_t)(ct->mask + 1) * sizeof(*ct->buckets);
-	ct->entries_len = (size_t)n * sizeof(*ct->entries);
-	ct->buckets = map_zeroed(ct->buckets_len);
-	ct->entries = map_zeroed(ct->entries_len);
-	if (!ct->buckets || !ct->entries) {
+	ct->groups_len = (size_t)(ct->mask + 1) * sizeof(*ct->groups);
+	ct->groups = map_zeroed(ct->groups_len);
+	if (!ct->groups) {
 		l4lb_conn_destroy(ct);
 		return NULL;
 	}
@@ -100,10 +98,8 @@ void l4lb_conn_destroy(struct l4lb_conn_table *ct)
 {
 	if (!ct)
 		return;
-	if (ct->buckets)
-		munmap(ct->buckets, ct->buckets_len);
-	if (ct->entries)
-		munmap(ct->entries, ct->entries_len);
+	if (ct->groups)
+		munmap(ct->groups, ct->groups_len);
 	free(ct);
 }
 
@@ -119,13 +115,13 @@ struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id)
 
 void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h)
 {
-	DPFLOW_PREFETCH(&ct->buckets[h & ct->mask]);
+	DPFLOW_PREFETCH(bucket_at(ct, (uint32_t)h & ct->mask));
 }
 
 void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
 {
 	uint32_t b = (uint32_t)h & ct->mask;
-	unsigned m = sig_matches(&ct->buckets[b], sig_of(h));
+	unsigned m = sig_matches(bucket_at(ct, b), sig_of(h));
 
 	/* a hint: a racing writer can only make it prefetch a wrong line */
 	if (m)
@@ -147,7 +143,7 @@ static int find_way(struct l4lb_conn_table *ct, uint32_t b,
 		    const struct l4lb_conn_key *k, uint32_t sig,
 		    uint32_t now_ms)
 {
-	const struct conn_bucket *bk = &ct->buckets[b];
+	const struct conn_bucket *bk = bucket_at(ct, b);
 
 	for (unsigned m = sig_matches(bk, sig); m; m &= m - 1) {
 		unsigned w = (unsigned)__builtin_ctz(m);
@@ -171,7 +167,7 @@ uint8_t l4lb_conn_touch(struct l4lb_conn_table *ct, uint32_t id,
 			uint32_t now_ms, uint8_t state)
 {
 	uint32_t b = id / L4LB_CONN_WAYS, w = id % L4LB_CONN_WAYS;
-	struct conn_bucket *bk = &ct->buckets[b];
+	struct conn_bucket *bk = bucket_at(ct, b);
 	uint8_t st = L4LB_CONN_FREE;
 
 	lock_take(ct, lock_of(b));
@@ -186,8 +182,8 @@ uint8_t l4lb_conn_touch(struct l4lb_conn_table *ct, uint32_t id,
 /* Free way @w of bucket @b (lock held). */
 static void clear_way(struct l4lb_conn_table *ct, uint32_t b, unsigned w)
 {
-	ct->buckets[b].sig[w] = 0;
-	ct->buckets[b].stamp[w] = 0;
+	bucket_at(ct, b)->sig[w] = 0;
+	bucket_at(ct, b)->stamp[w] = 0;
 }
 
 /* Free the twin of entry @id when it still points back (lock of the
@@ -200,7 +196,7 @@ static void free_twin(struct l4lb_conn_table *ct, uint32_t id, uint32_t peer)
 	if (peer == L4LB_CONN_NONE)
 		return;
 	lock_take(ct, lock_of(pb));
-	if (ct->buckets[pb].sig[peer % L4LB_CONN_WAYS] &&
+	if (bucket_at(ct, pb)->sig[peer % L4LB_CONN_WAYS] &&
 	    entry_of(ct, peer)->peer == id) {
 		clear_way(ct, pb, peer % L4LB_CONN_WAYS);
 		entry_of(ct, peer)->peer = L4LB_CONN_NONE;
@@ -213,7 +209,7 @@ static void free_twin(struct l4lb_conn_table *ct, uint32_t id, uint32_t peer)
 static int choose_way(struct l4lb_conn_table *ct, uint32_t b, uint8_t state,
 		      uint32_t now_ms, uint32_t *victim_peer)
 {
-	const struct conn_bucket *bk = &ct->buckets[b];
+	const struct conn_bucket *bk = bucket_at(ct, b);
 	int lru_half = -1, lru_any = -1;
 	uint32_t age_half = 0, age_any = 0;
 
@@ -270,8 +266,8 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 	id = b * L4LB_CONN_WAYS + (uint32_t)w;
 	*entry_at(ct, b, (unsigned)w) = *c;
 	entry_at(ct, b, (unsigned)w)->peer = L4LB_CONN_NONE;
-	ct->buckets[b].sig[w] = sig;
-	ct->buckets[b].stamp[w] = STAMP(now_ms, state);
+	bucket_at(ct, b)->sig[w] = sig;
+	bucket_at(ct, b)->stamp[w] = STAMP(now_ms, state);
 	lock_give(ct, lock_of(b));
 	if (victim_peer != L4LB_CONN_NONE)
 		free_twin(ct, id, victim_peer);
@@ -320,9 +316,9 @@ uint32_t l4lb_conn_count(struct l4lb_conn_table *ct, uint32_t now_ms,
 	for (uint32_t b = 0; b <= ct->mask; b++) {
 		lock_take(ct, lock_of(b));
 		for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
-			uint32_t s = ct->buckets[b].stamp[w];
+			uint32_t s = bucket_at(ct, b)->stamp[w];
 
-			if (!ct->buckets[b].sig[w] || expired(ct, s, now_ms))
+			if (!bucket_at(ct, b)->sig[w] || expired(ct, s, now_ms))
 				continue;
 			live++;
 			est += STATE_OF(s) == L4LB_CONN_ESTABLISHED;

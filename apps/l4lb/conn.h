@@ -9,7 +9,10 @@
  * milliseconds and the state), so that a lookup reads one line per bucket
  * and one entry line per match; callers prefetch both for a burst
  * (l4lb_conn_prefetch(), then l4lb_conn_prefetch_entry()) before looking
- * its flows up.
+ * its flows up. A bucket's 8 entries follow its line in memory, so that
+ * both lines of a lookup are mostly on one page: in a large table each
+ * random page costs an address translation that misses the TLB, and a
+ * second line of the same page costs little more.
  * Memory is fixed at creation: a flood of new flows cannot grow it.
  *
  * Replacement, when a bucket has no free or expired way: a new half-open

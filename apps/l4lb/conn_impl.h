@@ -19,11 +19,22 @@ struct conn_bucket {
 	uint32_t stamp[L4LB_CONN_WAYS];
 } DPFLOW_CACHE_ALIGNED;
 
+/*
+ * A bucket line and its ways' entries after it (576 bytes): a lookup's two
+ * lines are on one 4 KiB page but for the groups that straddle two. With
+ * the entries in an array of their own (two random pages a lookup), 1M
+ * flows were 5-8% slower: the translation of a random page, not the line,
+ * is what a lookup mostly waits for (docs/PERFORMANCE.md).
+ */
+struct conn_group {
+	struct conn_bucket bucket;
+	struct l4lb_conn way[L4LB_CONN_WAYS];
+};
+
 struct l4lb_conn_table {
-	struct conn_bucket *buckets;
-	struct l4lb_conn *entries;
-	size_t buckets_len, entries_len; /* mapped bytes */
-	uint32_t mask;			 /* buckets - 1 */
+	struct conn_group *groups;
+	size_t groups_len; /* mapped bytes */
+	uint32_t mask;	   /* buckets - 1 */
 	bool shared;
 	uint32_t timeout[4]; /* by state */
 	struct l4lb_conn_stats stats;
@@ -38,13 +49,18 @@ struct l4lb_conn_table {
 /* longest timeout: ages beyond it are taken for stamps ahead */
 #define CONN_TIMEOUT_MAX (L4LB_CONN_STAMP_MAX - CONN_SKEW_MAX)
 
-/* Entry of way @w of bucket @b, and entry @id (bucket id / 8, way id % 8).
- * (A way-major layout, with the live entries gathered in the first ways'
- * arrays, measured no faster at 1M flows.) */
+/* Bucket @b's line. */
+static inline struct conn_bucket *bucket_at(const struct l4lb_conn_table *ct,
+					    uint32_t b)
+{
+	return &ct->groups[b].bucket;
+}
+
+/* Entry of way @w of bucket @b, and entry @id (bucket id / 8, way id % 8). */
 static inline struct l4lb_conn *entry_at(const struct l4lb_conn_table *ct,
 					 uint32_t b, unsigned w)
 {
-	return &ct->entries[(size_t)b * L4LB_CONN_WAYS + w];
+	return &ct->groups[b].way[w];
 }
 
 static inline struct l4lb_conn *entry_of(const struct l4lb_conn_table *ct,
@@ -165,7 +181,7 @@ static inline uint32_t l4lb_conn_lookup_inline(struct l4lb_conn_table *ct,
 					       struct l4lb_conn *out)
 {
 	uint32_t b = (uint32_t)h & ct->mask;
-	struct conn_bucket *bk = &ct->buckets[b];
+	struct conn_bucket *bk = bucket_at(ct, b);
 	uint32_t id = L4LB_CONN_NONE;
 
 	lock_take(ct, lock_of(b));

@@ -29,6 +29,8 @@ static const struct workload workloads[] = {
      "LPM tables (512k IPv4, 64k IPv6 prefixes) and IPv4 pipe"},
     {"txtime", bench_txtime,
      "timed transmit: release error of the timing wheel, and its cost"},
+    {"mem", bench_mem,
+     "random table lookups of one or two lines: the memory ceiling"},
 };
 
 void bench_report_header(void)
@@ -58,8 +60,8 @@ void bench_report(const struct bench_result *r)
 	       "\"workers\":%u,\"mpps\":%.3f,\"cycles_per_pkt\":%.2f,"
 	       "\"gbps\":%.3f,\"tsc_hz\":%lu,",
 	       r->workload, r->variant, r->target ? r->target : "cpu",
-	       r->workers ? r->workers : 1, mpps,
-	       cpp, gbps, (unsigned long)dpflow_tsc_hz());
+	       r->workers ? r->workers : 1, mpps, cpp, gbps,
+	       (unsigned long)dpflow_tsc_hz());
 	if (r->peer)
 		printf("\"peer\":\"%s\",\"peer_mpps\":%.3f,\"ratio\":%.3f}\n",
 		       r->peer, r->peer_mpps, ratio);
