@@ -625,14 +625,15 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 	struct dpflow_pkt_meta *m = w->m;
 	const struct lb_service *s = &v->svc[w->svc];
 	uint8_t flags = m->outer.tcp_flags;
+	uint8_t st_hit = fwd_state(w->key.proto, flags, false);
 	struct l4lb_conn c;
 	uint32_t id, be;
 	uint16_t snat_port = 0;
 	const struct lb_backend *b;
 	bool nat = s->cfg.mode == L4LB_MODE_NAT;
 
-	id = l4lb_conn_lookup_inline(lb->conns, &w->key, w->h, now_ms,
-				     fwd_state(w->key.proto, flags, false), &c);
+	id = l4lb_conn_lookup_inline(lb->conns, &w->key, w->h, now_ms, st_hit,
+				     &c);
 	if (id != L4LB_CONN_NONE && !backend_ok(v, &c, w->svc)) {
 		l4lb_conn_free(lb->conns, id); /* rescheduled */
 		id = L4LB_CONN_NONE;
@@ -643,10 +644,9 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 		/* the flow is now established: its reply key too, so that
 		 * half-open flows (a SYN flood) cannot replace it, and with
 		 * it the flow (twins are freed together) */
-		if (nat && c.peer != L4LB_CONN_NONE &&
-		    c.state != L4LB_CONN_ESTABLISHED &&
-		    fwd_state(w->key.proto, flags, false) ==
-			L4LB_CONN_ESTABLISHED)
+		if (c.state != L4LB_CONN_ESTABLISHED &&
+		    st_hit == L4LB_CONN_ESTABLISHED && nat &&
+		    c.peer != L4LB_CONN_NONE)
 			l4lb_conn_touch(lb->conns, c.peer, now_ms,
 					L4LB_CONN_ESTABLISHED);
 	} else {
