@@ -110,9 +110,12 @@ static void burst_run(struct mem_run *r)
 			__builtin_prefetch(line_at(r, second[i]));
 	}
 	if (dep) /* the second address waits for the first line's byte
-		    (zero: the region is zeroed, the compiler cannot know) */
+		    (zero in this region, but any value stays in bounds) */
 		for (uint32_t i = 0; i < n; i++) {
-			second[i] += *line_at(r, first[i]);
+			uint64_t v = *line_at(r, first[i]);
+
+			second[i] = far ? (second[i] + v) & r->line_mask
+					: same_page(second[i], v);
 			__builtin_prefetch(line_at(r, second[i]));
 		}
 	for (uint32_t i = 0; i < n; i++) {
@@ -140,8 +143,8 @@ static void usage(FILE *f)
 	      "bursts\nprefetched ahead: what a table lookup costs the memory "
 	      "system.\n"
 	      "\n"
-	      "  --mb N         region size in MiB, a power of two (default "
-	      "512)\n"
+	      "  --mb N         region size in MiB, a power of two up to "
+	      "65536 (default\n                 512)\n"
 	      "  --burst N      lookups a burst, 1..256 (default 32)\n"
 	      "  --no-huge      4 KiB pages (default: transparent huge "
 	      "pages)\n"
@@ -164,7 +167,7 @@ static int parse_opts(int argc, char **argv, struct mem_opts *o)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, li;
+	int c, li = 0;
 
 	*o = (struct mem_opts){
 	    .mb = 512, .burst = 32, .huge = true, .seconds = 1, .trials = 3};
@@ -176,7 +179,8 @@ static int parse_opts(int argc, char **argv, struct mem_opts *o)
 		switch (c) {
 		case 'm':
 			o->mb = strtoull(optarg, &end, 0);
-			if (!o->mb || (o->mb & (o->mb - 1)) || o->mb > 65536)
+			if (!o->mb || (o->mb & (o->mb - 1)) || o->mb > 65536 ||
+			    o->mb > SIZE_MAX >> 20)
 				end = NULL;
 			break;
 		case 'b':

@@ -23,13 +23,15 @@ struct conn_bucket {
  * A bucket line and its ways' entries after it (576 bytes): a lookup's two
  * lines are on one 4 KiB page but for the groups that straddle two. With
  * the entries in an array of their own (two random pages a lookup), 1M
- * flows were 5-8% slower: the translation of a random page, not the line,
- * is what a lookup mostly waits for (docs/PERFORMANCE.md).
+ * flows were 7-9% slower: a second random page costs a lookup more than
+ * a second line of the same page (`dpflow bench mem`, PERFORMANCE.md).
  */
 struct conn_group {
 	struct conn_bucket bucket;
 	struct l4lb_conn way[L4LB_CONN_WAYS];
 };
+DPFLOW_STATIC_ASSERT(sizeof(struct conn_group) == 64 * (1 + L4LB_CONN_WAYS),
+		     "a bucket line and its entry lines");
 
 struct l4lb_conn_table {
 	struct conn_group *groups;
