@@ -578,6 +578,8 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 {
 	struct scratch *s = scratch_of(ctx);
 	struct dpflow_pipe *root;
+	struct burst_list *in; /* the root pipe's input */
+	uint16_t n_in;
 	unsigned gen;
 	bool more;
 
@@ -592,6 +594,8 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 	root = port < ctx->n_ports ? ctx->ports[port].root : NULL;
 	if (!(flags & DPFLOW_PROCESS_PARSED))
 		dpflow_parse_burst(ctx->pool, idx, n);
+	in = root ? &s->pipe_in[root->id] : NULL;
+	n_in = in ? in->n : 0;
 	for (uint16_t i = 0; i < n; i++) {
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx[i]);
 
@@ -605,12 +609,13 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 		memset(m->reg, 0, sizeof(m->reg));
 		if (m->drop)
 			drop_pkt(ctx, s, idx[i], m->drop);
-		else if (!root)
+		else if (!in)
 			drop_pkt(ctx, s, idx[i], DPFLOW_DROP_FLOW_NO_ROOT);
 		else
-			s->pipe_in[root->id].idx[s->pipe_in[root->id].n++] =
-			    idx[i];
+			in->idx[n_in++] = idx[i];
 	}
+	if (in)
+		in->n = n_in;
 	/* the graph is acyclic and packets only move forward: run any pipe
 	 * with packets waiting until none has */
 	do {
