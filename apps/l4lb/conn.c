@@ -115,17 +115,12 @@ struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id)
 
 void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h)
 {
-	DPFLOW_PREFETCH(bucket_at(ct, (uint32_t)h & ct->mask));
+	l4lb_conn_prefetch_inline(ct, h);
 }
 
 void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
 {
-	uint32_t b = (uint32_t)h & ct->mask;
-	unsigned m = sig_matches(bucket_at(ct, b), sig_of(h));
-
-	/* a hint: a racing writer can only make it prefetch a wrong line */
-	if (m)
-		DPFLOW_PREFETCH(entry_at(ct, b, (unsigned)__builtin_ctz(m)));
+	l4lb_conn_prefetch_entry_inline(ct, h);
 }
 
 /* refresh_at() of way @w, which a hit moves to @st (lock held). */

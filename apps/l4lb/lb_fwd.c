@@ -864,10 +864,10 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	 * slower at 1M flows) */
 	for (unsigned i = 0; i < n; i++)
 		if (w[i].kind != K_DROP)
-			l4lb_conn_prefetch(lb->conns, w[i].h);
+			l4lb_conn_prefetch_inline(lb->conns, w[i].h);
 	for (unsigned i = 0; i < n; i++)
 		if (w[i].kind != K_DROP)
-			l4lb_conn_prefetch_entry(lb->conns, w[i].h);
+			l4lb_conn_prefetch_entry_inline(lb->conns, w[i].h);
 	for (unsigned i = 0; i < n; i++) {
 		switch (w[i].kind) {
 		case K_FWD:
