@@ -177,8 +177,10 @@ uint8_t l4lb_conn_touch(struct l4lb_conn_table *ct, uint32_t id,
 /* Free way @w of bucket @b (lock held). */
 static void clear_way(struct l4lb_conn_table *ct, uint32_t b, unsigned w)
 {
-	bucket_at(ct, b)->sig[w] = 0;
-	bucket_at(ct, b)->stamp[w] = 0;
+	struct conn_bucket *bk = bucket_at(ct, b);
+
+	bk->sig[w] = 0;
+	bk->stamp[w] = 0;
 }
 
 /* Free the twin of entry @id when it still points back (lock of the
@@ -245,6 +247,7 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 {
 	uint32_t b = (uint32_t)h & ct->mask;
 	uint32_t sig = sig_of(h), id, victim_peer;
+	struct conn_bucket *bk = bucket_at(ct, b);
 	int w;
 
 	lock_take(ct, lock_of(b));
@@ -261,8 +264,8 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 	id = b * L4LB_CONN_WAYS + (uint32_t)w;
 	*entry_at(ct, b, (unsigned)w) = *c;
 	entry_at(ct, b, (unsigned)w)->peer = L4LB_CONN_NONE;
-	bucket_at(ct, b)->sig[w] = sig;
-	bucket_at(ct, b)->stamp[w] = STAMP(now_ms, state);
+	bk->sig[w] = sig;
+	bk->stamp[w] = STAMP(now_ms, state);
 	lock_give(ct, lock_of(b));
 	if (victim_peer != L4LB_CONN_NONE)
 		free_twin(ct, id, victim_peer);
@@ -309,11 +312,13 @@ uint32_t l4lb_conn_count(struct l4lb_conn_table *ct, uint32_t now_ms,
 	uint32_t live = 0, est = 0;
 
 	for (uint32_t b = 0; b <= ct->mask; b++) {
+		const struct conn_bucket *bk = bucket_at(ct, b);
+
 		lock_take(ct, lock_of(b));
 		for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
-			uint32_t s = bucket_at(ct, b)->stamp[w];
+			uint32_t s = bk->stamp[w];
 
-			if (!bucket_at(ct, b)->sig[w] || expired(ct, s, now_ms))
+			if (!bk->sig[w] || expired(ct, s, now_ms))
 				continue;
 			live++;
 			est += STATE_OF(s) == L4LB_CONN_ESTABLISHED;

@@ -175,19 +175,17 @@ static inline void refresh_at(struct conn_bucket *bk, unsigned w,
 
 /*
  * l4lb_conn_prefetch() and l4lb_conn_prefetch_entry(), inline for the
- * data path's prefetch loops. Always inlined: GCC counts a prefetch as no
- * side effect, so a function that only reads and prefetches is found pure
- * and, returning nothing, its calls are deleted before they would be
- * inlined (seen with GCC 12 -O3: no entry prefetch at all, 1M flows 2.5x
- * slower).
+ * data path's prefetch loops. Always inlined, or GCC deletes their calls
+ * (DPFLOW_ALWAYS_INLINE; seen with GCC 12 -O3: no entry prefetch at all,
+ * 1M flows 2.5x slower).
  */
-static inline __attribute__((always_inline)) void
+static DPFLOW_ALWAYS_INLINE void
 l4lb_conn_prefetch_inline(const struct l4lb_conn_table *ct, uint64_t h)
 {
 	DPFLOW_PREFETCH(bucket_at(ct, (uint32_t)h & ct->mask));
 }
 
-static inline __attribute__((always_inline)) void
+static DPFLOW_ALWAYS_INLINE void
 l4lb_conn_prefetch_entry_inline(const struct l4lb_conn_table *ct, uint64_t h)
 {
 	uint32_t b = (uint32_t)h & ct->mask;

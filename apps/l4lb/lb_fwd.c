@@ -275,10 +275,10 @@ static void eth_set(uint8_t *f, const uint8_t dst[6], const uint8_t src[6])
  * @l3, L4 at @l4): source to @src:@sport, destination to @dst:@dport,
  * with the IPv4 header checksum and the L4 checksum updated.
  */
-static inline __attribute__((always_inline)) void
-nat_rewrite(uint8_t *l3, uint8_t *l4, uint8_t v6, uint8_t proto,
-	    const uint8_t *src, uint16_t sport, const uint8_t *dst,
-	    uint16_t dport)
+static DPFLOW_ALWAYS_INLINE void nat_rewrite(uint8_t *l3, uint8_t *l4,
+					     uint8_t v6, uint8_t proto,
+					     const uint8_t *src, uint16_t sport,
+					     const uint8_t *dst, uint16_t dport)
 {
 	uint8_t ports[4];
 	uint64_t acc = 0;

@@ -43,13 +43,6 @@ static inline uint32_t csum_add_bytes(uint32_t sum, const uint8_t *p,
 	return sum;
 }
 
-static inline uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 /*
  * Incremental updates (RFC 1624: ~m + m') in the machine's byte order,
  * four bytes at a time into a 64-bit sum: a one's-complement sum does not
@@ -86,6 +79,12 @@ static inline uint16_t csum_fold64(uint64_t s)
 	uint32_t x = (uint32_t)((s + (s >> 32 | s << 32)) >> 32);
 
 	return (uint16_t)((x + (x >> 16 | x << 16)) >> 16);
+}
+
+/* A 32-bit sum (csum_add_bytes()) folded to 16 bits. */
+static inline uint16_t csum_fold(uint32_t sum)
+{
+	return csum_fold64(sum);
 }
 
 /* Apply delta @acc (csum_delta()) to the checksum field at @field

@@ -18,6 +18,18 @@
 #define DPF_HD
 #endif
 
+/*
+ * Inlined whatever the compiler's cost model says. Also what keeps a
+ * helper that only reads and prefetches: GCC counts a prefetch as no side
+ * effect, finds such a helper pure, and deletes its calls (they return
+ * nothing) before it would inline them (docs/design.md).
+ */
+#ifdef __CUDACC__
+#define DPFLOW_ALWAYS_INLINE __forceinline__
+#else
+#define DPFLOW_ALWAYS_INLINE inline __attribute__((always_inline))
+#endif
+
 #ifdef __cplusplus
 #define DPFLOW_RESTRICT			__restrict__
 #define DPFLOW_STATIC_ASSERT(cond, msg) static_assert(cond, msg)

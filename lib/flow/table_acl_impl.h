@@ -440,17 +440,10 @@ DPF_HD static inline uint32_t dpflow_acl_lookup_portable_impl(
 
 /*
  * Prefetch the first block of the leaf @ref (up to 4 lines). Always
- * inlined: GCC counts a prefetch as no side effect, finds a function that
- * only reads and prefetches pure, and deletes its calls (they return
- * nothing) before it would inline them; these prefetches were missing
- * from the CPU build until 2026-12-04.
+ * inlined, or GCC deletes its calls (DPFLOW_ALWAYS_INLINE): these
+ * prefetches were missing from the CPU build until 2026-12-04.
  */
-#ifdef __CUDACC__
-#define DPFLOW_ACL_PREFETCH_INLINE __forceinline__
-#else
-#define DPFLOW_ACL_PREFETCH_INLINE inline __attribute__((always_inline))
-#endif
-DPF_HD static DPFLOW_ACL_PREFETCH_INLINE void
+DPF_HD static DPFLOW_ALWAYS_INLINE void
 dpflow_acl_prefetch_leaf(const struct dpflow_acl_image *DPFLOW_RESTRICT img,
 			 uint32_t ref)
 {

@@ -51,12 +51,6 @@
 #error "exact-match images assume a little-endian host"
 #endif
 
-#ifdef __CUDACC__
-#define DPFLOW_EXACT_INLINE __forceinline__
-#else
-#define DPFLOW_EXACT_INLINE inline __attribute__((always_inline))
-#endif
-
 #define DPFLOW_EXACT_MAGIC   0x58455044u /* "DPEX" in memory */
 #define DPFLOW_EXACT_VERSION 1
 #define DPFLOW_EXACT_SLOTS   8	/* slots per bucket */
@@ -119,9 +113,9 @@ DPF_HD static inline unsigned dpflow_exact_ctz(uint32_t x)
  * The 64-bit hash of @key_len bytes at @key (@key_len a multiple of 4) with
  * @seed. Identical on every target.
  */
-DPF_HD static DPFLOW_EXACT_INLINE uint64_t dpflow_exact_hash(const void *key,
-							     uint32_t key_len,
-							     uint64_t seed)
+DPF_HD static DPFLOW_ALWAYS_INLINE uint64_t dpflow_exact_hash(const void *key,
+							      uint32_t key_len,
+							      uint64_t seed)
 {
 	const uint8_t *k = (const uint8_t *)key;
 	uint64_t h = seed ^ ((uint64_t)key_len * DPFLOW_EXACT_M1);
@@ -314,7 +308,7 @@ dpflow_exact_match_pair(const struct dpflow_exact_image *img, uint32_t b1,
  * compare keys. Always inlined, so that a constant @key_len unrolls the
  * hash and the key compare.
  */
-DPF_HD static DPFLOW_EXACT_INLINE uint32_t dpflow_exact_lookup_chunk_len(
+DPF_HD static DPFLOW_ALWAYS_INLINE uint32_t dpflow_exact_lookup_chunk_len(
     const struct dpflow_exact_image *img, const void *const *keys, uint32_t n,
     uint32_t *DPFLOW_RESTRICT values, uint32_t key_len)
 {

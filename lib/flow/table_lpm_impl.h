@@ -296,10 +296,9 @@ dpflow_lpm6_lookup_impl(const struct dpflow_lpm6_image *t, const uint8_t *addr)
  * case is compiled with kb = 16, a constant stride (as before keys could
  * be longer), and the general one with the image's key_bytes.
  */
-DPF_HD static inline __attribute__((always_inline)) uint32_t
-dpflow_lpm6_bulk_walk(const struct dpflow_lpm6_image *t,
-		      const uint8_t *DPFLOW_RESTRICT addrs, uint32_t n,
-		      uint32_t *DPFLOW_RESTRICT values, unsigned kb)
+DPF_HD static DPFLOW_ALWAYS_INLINE uint32_t dpflow_lpm6_bulk_walk(
+    const struct dpflow_lpm6_image *t, const uint8_t *DPFLOW_RESTRICT addrs,
+    uint32_t n, uint32_t *DPFLOW_RESTRICT values, unsigned kb)
 {
 	const struct dpflow_lpm6_ent *tbl = dpflow_lpm6_tbl_c(t);
 	const struct dpflow_lpm6_ent *grp = dpflow_lpm6_grp_c(t);
