@@ -79,9 +79,9 @@ static int setup(struct app_bench *a)
 	cfg.client_port = 0;
 	cfg.backend_port = 1;
 	cfg.maglev_size = a->p.maglev;
-	/* NAT keeps two entries a flow; a quarter full at most, so that
-	 * few buckets of 8 overflow */
-	cfg.conn_entries = a->p.flows * (a->mode == L4LB_MODE_NAT ? 8u : 4u);
+	/* NAT keeps two entries a flow: the table half full, where few
+	 * flows find both their buckets full */
+	cfg.conn_entries = a->p.flows * (a->mode == L4LB_MODE_NAT ? 4u : 2u);
 	a->lb = l4lb_create(a->ctx, &cfg, &err);
 	if (!a->lb)
 		goto fail;

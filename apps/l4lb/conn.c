@@ -1,7 +1,7 @@
 /*
  * The balancer's connection table (conn.h; its layout and the inline
- * lookup are in conn_impl.h): buckets of 8 ways, each a line of
- * signatures and stamps followed by its 8 entries.
+ * lookup are in conn_impl.h): buckets of 8 ways in pairs, each a line
+ * of signatures and stamps followed by its 8 entries.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,31 +16,6 @@ static void count(struct l4lb_conn_table *ct, uint64_t *c)
 		__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
 	else
 		(*c)++;
-}
-
-/* Take the locks of buckets @a and @b (either may repeat) in order. */
-static void lock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
-{
-	uint32_t la = lock_of(a), lb = lock_of(b);
-
-	if (la == lb) {
-		lock_take(ct, la);
-	} else if (la < lb) {
-		lock_take(ct, la);
-		lock_take(ct, lb);
-	} else {
-		lock_take(ct, lb);
-		lock_take(ct, la);
-	}
-}
-
-static void unlock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
-{
-	uint32_t la = lock_of(a), lb = lock_of(b);
-
-	lock_give(ct, la);
-	if (lb != la)
-		lock_give(ct, lb);
 }
 
 /*
@@ -133,22 +108,52 @@ static inline void refresh(struct l4lb_conn_table *ct, struct conn_bucket *bk,
 		   age_of(old, now_ms), ct->timeout[STATE_OF(old)]);
 }
 
-/* Way of @k in bucket @b, or -1. Lock held. */
-static int find_way(struct l4lb_conn_table *ct, uint32_t b,
-		    const struct l4lb_conn_key *k, uint32_t sig,
-		    uint32_t now_ms)
+/* Id of the live entry of @k in buckets @b and @alt, or NONE (locks
+ * held). */
+static uint32_t find_id(struct l4lb_conn_table *ct, uint32_t b, uint32_t alt,
+			const struct l4lb_conn_key *k, uint32_t sig,
+			uint32_t now_ms)
 {
-	const struct conn_bucket *bk = bucket_at(ct, b);
+	for (unsigned i = 0; i < 2; i++, b = alt) {
+		const struct conn_bucket *bk = bucket_at(ct, b);
 
-	for (unsigned m = sig_matches(bk, sig); m; m &= m - 1) {
-		unsigned w = (unsigned)__builtin_ctz(m);
+		for (unsigned m = sig_matches(bk, sig); m; m &= m - 1) {
+			unsigned w = (unsigned)__builtin_ctz(m);
 
-		if (expired(ct, bk->stamp[w], now_ms))
-			continue;
-		if (key_eq(&entry_at(ct, b, w)->key, k))
-			return (int)w;
+			if (expired(ct, bk->stamp[w], now_ms))
+				continue;
+			if (key_eq(&entry_at(ct, b, w)->key, k))
+				return b * L4LB_CONN_WAYS + w;
+		}
 	}
-	return -1;
+	return L4LB_CONN_NONE;
+}
+
+uint32_t l4lb_conn_lookup_alt_(struct l4lb_conn_table *ct,
+			       const struct l4lb_conn_key *k, uint64_t h,
+			       uint32_t now_ms, uint8_t state,
+			       struct l4lb_conn *out)
+{
+	uint32_t b = (uint32_t)h & ct->mask;
+
+	return lookup_in(ct, l4lb_conn_alt_bucket(b, h, ct->mask), k, sig_of(h),
+			 now_ms, state, out);
+}
+
+uint32_t l4lb_conn_lookup_locked_(struct l4lb_conn_table *ct,
+				  const struct l4lb_conn_key *k, uint64_t h,
+				  uint32_t now_ms, uint8_t state,
+				  struct l4lb_conn *out)
+{
+	uint32_t b = (uint32_t)h & ct->mask, sig = sig_of(h), id;
+	uint32_t alt = l4lb_conn_alt_bucket(b, h, ct->mask);
+
+	lock_two(ct, b, alt);
+	id = lookup_in(ct, b, k, sig, now_ms, state, out);
+	if (id == L4LB_CONN_NONE)
+		id = lookup_in(ct, alt, k, sig, now_ms, state, out);
+	unlock_two(ct, b, alt);
+	return id;
 }
 
 uint32_t l4lb_conn_lookup(struct l4lb_conn_table *ct,
@@ -201,44 +206,52 @@ static void free_twin(struct l4lb_conn_table *ct, uint32_t id, uint32_t peer)
 	lock_give(ct, lock_of(pb));
 }
 
-/* Way to take in bucket @b for a flow in @state, or -1 (lock held).
- * Sets *@victim_peer to the twin of a live entry replaced. */
-static int choose_way(struct l4lb_conn_table *ct, uint32_t b, uint8_t state,
-		      uint32_t now_ms, uint32_t *victim_peer)
+/*
+ * Entry to take for a new flow in @state whose buckets are @b and @alt,
+ * or NONE (locks held): the first free or expired way of @b, else of
+ * @alt, else the least recently used entry of the two that conn.h's
+ * policy lets it replace. Sets *@victim_peer to the twin of an entry
+ * replaced.
+ */
+static uint32_t choose_id(struct l4lb_conn_table *ct, uint32_t b, uint32_t alt,
+			  uint8_t state, uint32_t now_ms, uint32_t *victim_peer)
 {
-	const struct conn_bucket *bk = bucket_at(ct, b);
-	int lru_half = -1, lru_any = -1;
+	uint32_t lru_half = L4LB_CONN_NONE, lru_any = L4LB_CONN_NONE;
 	uint32_t age_half = 0, age_any = 0;
 
 	*victim_peer = L4LB_CONN_NONE;
-	for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
-		uint32_t st, age;
+	for (unsigned i = 0; i < 2; i++, b = alt) {
+		const struct conn_bucket *bk = bucket_at(ct, b);
 
-		if (!bk->sig[w])
-			return (int)w;
-		if (expired(ct, bk->stamp[w], now_ms)) {
-			count(ct, &ct->stats.expired);
-			*victim_peer = entry_at(ct, b, w)->peer;
-			return (int)w;
-		}
-		st = STATE_OF(bk->stamp[w]);
-		age = age_of(bk->stamp[w], now_ms);
-		if (st != L4LB_CONN_ESTABLISHED &&
-		    (lru_half < 0 || age >= age_half)) {
-			lru_half = (int)w;
-			age_half = age;
-		}
-		if (lru_any < 0 || age >= age_any) {
-			lru_any = (int)w;
-			age_any = age;
+		for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
+			uint32_t id = b * L4LB_CONN_WAYS + w, st, age;
+
+			if (!bk->sig[w])
+				return id;
+			if (expired(ct, bk->stamp[w], now_ms)) {
+				count(ct, &ct->stats.expired);
+				*victim_peer = entry_at(ct, b, w)->peer;
+				return id;
+			}
+			st = STATE_OF(bk->stamp[w]);
+			age = age_of(bk->stamp[w], now_ms);
+			if (st != L4LB_CONN_ESTABLISHED &&
+			    (lru_half == L4LB_CONN_NONE || age >= age_half)) {
+				lru_half = id;
+				age_half = age;
+			}
+			if (lru_any == L4LB_CONN_NONE || age >= age_any) {
+				lru_any = id;
+				age_any = age;
+			}
 		}
 	}
-	if (lru_half < 0 && state != L4LB_CONN_ESTABLISHED)
-		return -1;
-	if (lru_half < 0)
+	if (lru_half == L4LB_CONN_NONE && state != L4LB_CONN_ESTABLISHED)
+		return L4LB_CONN_NONE;
+	if (lru_half == L4LB_CONN_NONE)
 		lru_half = lru_any;
 	count(ct, &ct->stats.replaced);
-	*victim_peer = entry_at(ct, b, (unsigned)lru_half)->peer;
+	*victim_peer = entry_of(ct, lru_half)->peer;
 	return lru_half;
 }
 
@@ -246,27 +259,29 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 			  uint64_t h, uint32_t now_ms, uint8_t state)
 {
 	uint32_t b = (uint32_t)h & ct->mask;
+	uint32_t alt = l4lb_conn_alt_bucket(b, h, ct->mask);
 	uint32_t sig = sig_of(h), id, victim_peer;
-	struct conn_bucket *bk = bucket_at(ct, b);
-	int w;
+	struct conn_bucket *bk;
+	unsigned w;
 
-	lock_take(ct, lock_of(b));
-	if (find_way(ct, b, &c->key, sig, now_ms) >= 0) {
-		lock_give(ct, lock_of(b));
+	lock_two(ct, b, alt);
+	if (find_id(ct, b, alt, &c->key, sig, now_ms) != L4LB_CONN_NONE) {
+		unlock_two(ct, b, alt);
 		return L4LB_CONN_NONE;
 	}
-	w = choose_way(ct, b, state, now_ms, &victim_peer);
-	if (w < 0) {
-		lock_give(ct, lock_of(b));
+	id = choose_id(ct, b, alt, state, now_ms, &victim_peer);
+	if (id == L4LB_CONN_NONE) {
+		unlock_two(ct, b, alt);
 		count(ct, &ct->stats.refused);
 		return L4LB_CONN_NONE;
 	}
-	id = b * L4LB_CONN_WAYS + (uint32_t)w;
-	*entry_at(ct, b, (unsigned)w) = *c;
-	entry_at(ct, b, (unsigned)w)->peer = L4LB_CONN_NONE;
+	bk = bucket_at(ct, id / L4LB_CONN_WAYS);
+	w = id % L4LB_CONN_WAYS;
+	*entry_of(ct, id) = *c;
+	entry_of(ct, id)->peer = L4LB_CONN_NONE;
 	bk->sig[w] = sig;
 	bk->stamp[w] = STAMP(now_ms, state);
-	lock_give(ct, lock_of(b));
+	unlock_two(ct, b, alt);
 	if (victim_peer != L4LB_CONN_NONE)
 		free_twin(ct, id, victim_peer);
 	count(ct, &ct->stats.created);

@@ -4,23 +4,34 @@
  * changes, and (full NAT) the SNAT binding of each flow with its reverse
  * key, so that replies are translated back.
  *
- * A fixed-size set-associative table: 2^k buckets of 8 ways. A bucket's
- * first cache line holds the 8 signatures and the 8 stamps (last use in
- * milliseconds and the state), so that a lookup reads one line per bucket
- * and one entry line per match; callers prefetch both for a burst
- * (l4lb_conn_prefetch(), then l4lb_conn_prefetch_entry()) before looking
- * its flows up. A bucket's 8 entries follow its line in memory, so that
- * both lines of a lookup are mostly on one page: in a large table each
- * random page costs an address translation that misses the TLB, and a
- * second line of the same page costs little more.
+ * A fixed-size set-associative table: 2^k buckets of 8 ways, entry id
+ * / 8 the bucket of entry id. A bucket's first cache line holds the 8
+ * signatures and the 8 stamps (last use in milliseconds and the state),
+ * so that a lookup reads one line per bucket and one entry line per
+ * match; callers prefetch both for a burst (l4lb_conn_prefetch(), then
+ * l4lb_conn_prefetch_entry()) before looking its flows up. A bucket's 8
+ * entries follow its line in memory, so that both lines of a lookup are
+ * mostly on one page: in a large table each random page costs an address
+ * translation that misses the TLB, and a second line of the same page
+ * costs little more.
  * Memory is fixed at creation: a flood of new flows cannot grow it.
  *
- * Replacement, when a bucket has no free or expired way: a new half-open
- * flow replaces the least recently used half-open flow of its bucket and
- * never an established one (it is then forwarded untracked, by Maglev,
- * and counted as refused); a new established flow replaces the least
- * recently used flow of its bucket, half-open ones first. Entries expire
- * lazily: an entry older than its state's timeout is free for reuse.
+ * Each key has two buckets: its own (hash & (buckets - 1)) and an
+ * alternate (l4lb_conn_alt_bucket()). A new flow takes the first free or
+ * expired way of its own bucket, else of the alternate; a lookup reads
+ * the alternate only when the key is not in its own bucket. So a table
+ * half full keeps almost every flow in its own bucket (one line a
+ * lookup) and almost never replaces one: the span of memory lookups hit,
+ * and with it the cost of their address translations, is half that of a
+ * table a quarter full with one bucket a key.
+ *
+ * Replacement, when both buckets have no free or expired way: a new
+ * half-open flow replaces the least recently used half-open flow of the
+ * two and never an established one (it is then forwarded untracked, by
+ * Maglev, and counted as refused); a new established flow replaces the
+ * least recently used flow of the two, half-open ones first. Entries
+ * expire lazily: an entry older than its state's timeout is free for
+ * reuse.
  * A hit refreshes an entry's last use only when the state changes or the
  * stamp is at least 1/32 of the state's timeout old (timeout >>
  * L4LB_CONN_REFRESH_SHIFT): an idle flow may expire up to 1/32 of its
@@ -31,8 +42,9 @@
  *
  * Threads: with @shared false, one thread uses the table; with @shared
  * true, any number of data threads may, and every operation holds the
- * striped spinlock of the bucket(s) it touches (two at once in bucket
- * index order for twin entries). The control thread only reads counters.
+ * striped spinlock of the bucket(s) it touches (two at once in lock
+ * order: a key's two buckets, or the buckets of twin entries). The
+ * control thread only reads counters.
  */
 #ifndef DPFLOW_L4LB_CONN_H
 #define DPFLOW_L4LB_CONN_H
@@ -141,6 +153,16 @@ static inline uint64_t l4lb_conn_hash(const struct l4lb_conn_key *k)
 	    ((k->w[4] + 0x27d4eb2f165667c5ull) * 0xff51afd7ed558ccdull));
 }
 
+/*
+ * A key's alternate bucket, where it goes when its bucket @b (@h & mask)
+ * has no free or expired way: from the hash's high half, never @b.
+ */
+static inline uint32_t l4lb_conn_alt_bucket(uint32_t b, uint64_t h,
+					    uint32_t mask)
+{
+	return (b ^ ((uint32_t)(h >> 32) | 1u)) & mask;
+}
+
 /* One tracked direction. */
 struct l4lb_conn {
 	struct l4lb_conn_key key;
@@ -189,8 +211,8 @@ struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id);
 void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h);
 
 /* Prefetch the entry line of @k's hash @h when its bucket has a way with
- * that signature (the bucket line should be in cache by now). A hint:
- * reads without the lock. */
+ * that signature (the bucket line should be in cache by now), else the
+ * line of its alternate bucket. A hint: reads without the lock. */
 void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h);
 
 /*

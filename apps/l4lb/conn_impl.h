@@ -94,6 +94,36 @@ static inline void lock_give(struct l4lb_conn_table *ct, uint32_t l)
 		__atomic_store_n(&ct->locks[l], 0, __ATOMIC_RELEASE);
 }
 
+/* Take the locks of buckets @a and @b (either may repeat) in order. */
+static inline void lock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
+{
+	uint32_t la = lock_of(a), lb = lock_of(b);
+
+	if (!ct->shared)
+		return;
+	if (la == lb) {
+		lock_take(ct, la);
+	} else if (la < lb) {
+		lock_take(ct, la);
+		lock_take(ct, lb);
+	} else {
+		lock_take(ct, lb);
+		lock_take(ct, la);
+	}
+}
+
+static inline void unlock_two(struct l4lb_conn_table *ct, uint32_t a,
+			      uint32_t b)
+{
+	uint32_t la = lock_of(a), lb = lock_of(b);
+
+	if (!ct->shared)
+		return;
+	lock_give(ct, la);
+	if (lb != la)
+		lock_give(ct, lb);
+}
+
 static inline uint32_t sig_of(uint64_t h)
 {
 	return (uint32_t)(h >> 32) | 1u;
@@ -191,26 +221,30 @@ l4lb_conn_prefetch_entry_inline(const struct l4lb_conn_table *ct, uint64_t h)
 	uint32_t b = (uint32_t)h & ct->mask;
 	unsigned m = sig_matches(bucket_at(ct, b), sig_of(h));
 
-	/* a hint: a racing writer can only make it prefetch a wrong line */
+	/* a hint: a racing writer can only make it prefetch a wrong line;
+	 * no match: the key is new or in its alternate bucket */
 	if (m)
 		DPFLOW_PREFETCH(entry_at(ct, b, (unsigned)__builtin_ctz(m)));
+	else
+		DPFLOW_PREFETCH(
+		    bucket_at(ct, l4lb_conn_alt_bucket(b, h, ct->mask)));
 }
 
-/* l4lb_conn_lookup(), inline for the data path: find_way() and
- * refresh() in one pass over the bucket (the path of every packet of a
- * tracked flow, so the age is worked out once). */
-static inline uint32_t l4lb_conn_lookup_inline(struct l4lb_conn_table *ct,
-					       const struct l4lb_conn_key *k,
-					       uint64_t h, uint32_t now_ms,
-					       uint8_t state,
-					       struct l4lb_conn *out)
+/*
+ * The live entry of @k (signature @sig) in bucket @b, moved to @state
+ * and copied to @out as l4lb_conn_lookup() does; its id or
+ * L4LB_CONN_NONE. find_id() and refresh() in one pass over the bucket
+ * (the path of every packet of a tracked flow: the age is worked out
+ * once). Lock held.
+ */
+static inline uint32_t lookup_in(struct l4lb_conn_table *ct, uint32_t b,
+				 const struct l4lb_conn_key *k, uint32_t sig,
+				 uint32_t now_ms, uint8_t state,
+				 struct l4lb_conn *out)
 {
-	uint32_t b = (uint32_t)h & ct->mask;
 	struct conn_bucket *bk = bucket_at(ct, b);
-	uint32_t id = L4LB_CONN_NONE;
 
-	lock_take(ct, lock_of(b));
-	for (unsigned m = sig_matches(bk, sig_of(h)); m; m &= m - 1) {
+	for (unsigned m = sig_matches(bk, sig); m; m &= m - 1) {
 		unsigned w = (unsigned)__builtin_ctz(m);
 		uint32_t stamp = bk->stamp[w], age = age_of(stamp, now_ms);
 		uint32_t timeout = ct->timeout[STATE_OF(stamp)];
@@ -225,10 +259,39 @@ static inline uint32_t l4lb_conn_lookup_inline(struct l4lb_conn_table *ct,
 			out->state = st;
 		}
 		refresh_at(bk, w, now_ms, st, to, age, timeout);
-		id = b * L4LB_CONN_WAYS + w;
-		break;
+		return b * L4LB_CONN_WAYS + w;
 	}
-	lock_give(ct, lock_of(b));
+	return L4LB_CONN_NONE;
+}
+
+/* The rest of l4lb_conn_lookup_inline(), out of line (conn.c): with a
+ * shared table, the whole lookup under the locks of the key's two
+ * buckets; without, the alternate bucket (few keys live there). */
+uint32_t l4lb_conn_lookup_locked_(struct l4lb_conn_table *ct,
+				  const struct l4lb_conn_key *k, uint64_t h,
+				  uint32_t now_ms, uint8_t state,
+				  struct l4lb_conn *out);
+uint32_t l4lb_conn_lookup_alt_(struct l4lb_conn_table *ct,
+			       const struct l4lb_conn_key *k, uint64_t h,
+			       uint32_t now_ms, uint8_t state,
+			       struct l4lb_conn *out);
+
+/* l4lb_conn_lookup(), inline for the data path: the key's bucket, then
+ * its alternate. */
+static inline uint32_t l4lb_conn_lookup_inline(struct l4lb_conn_table *ct,
+					       const struct l4lb_conn_key *k,
+					       uint64_t h, uint32_t now_ms,
+					       uint8_t state,
+					       struct l4lb_conn *out)
+{
+	uint32_t id;
+
+	if (ct->shared)
+		return l4lb_conn_lookup_locked_(ct, k, h, now_ms, state, out);
+	id = lookup_in(ct, (uint32_t)h & ct->mask, k, sig_of(h), now_ms, state,
+		       out);
+	if (DPFLOW_UNLIKELY(id == L4LB_CONN_NONE))
+		id = l4lb_conn_lookup_alt_(ct, k, h, now_ms, state, out);
 	return id;
 }
 

@@ -5,10 +5,12 @@
  * twin and bucket) implements the documented policy, and random
  * operations on small tables with keys from a small pool (buckets
  * overflow all the time) are checked op by op against it. The model knows
- * nothing of the table's layout: an insert may take any unused id while
- * its bucket has fewer than 8 records, or any expired record of the
- * bucket; the only layout assumption is that an id keeps its bucket.
- * Where LRU ages tie, any tied candidate is accepted.
+ * of the layout only what conn.h documents: entry id / 8 is its bucket,
+ * and a key's buckets are h & mask and l4lb_conn_alt_bucket(). An insert
+ * may take any unused or expired id of the key's bucket while it has
+ * one, else of its alternate bucket, else the least recently used
+ * entry of the two that the policy allows. Where LRU ages tie, any tied
+ * candidate is accepted.
  *
  * Then properties: a SYN flood never replaces established flows; expiry
  * at the exact boundary, also across the 2^30 ms stamp wrap and the 2^32
@@ -110,16 +112,24 @@ static uint32_t bucket_of(const struct l4lb_conn_table *ct, uint64_t h)
 	return (uint32_t)h & (l4lb_conn_capacity(ct) / WAYS - 1);
 }
 
-/* A connection whose key falls in bucket @b of @ct. */
-static uint64_t conn_in_bucket(const struct l4lb_conn_table *ct, uint64_t *rs,
-			       uint32_t *tag, uint32_t b, struct l4lb_conn *c)
+static uint32_t alt_of(const struct l4lb_conn_table *ct, uint64_t h)
+{
+	return l4lb_conn_alt_bucket(bucket_of(ct, h), h,
+				    l4lb_conn_capacity(ct) / WAYS - 1);
+}
+
+/* A connection whose key's bucket is @b and alternate bucket @alt in
+ * @ct. */
+static uint64_t conn_in_buckets(const struct l4lb_conn_table *ct, uint64_t *rs,
+				uint32_t *tag, uint32_t b, uint32_t alt,
+				struct l4lb_conn *c)
 {
 	for (;;) {
 		uint64_t h;
 
 		conn_make(rs, (*tag)++, c);
 		h = l4lb_conn_hash(&c->key);
-		if (bucket_of(ct, h) == b)
+		if (bucket_of(ct, h) == b && alt_of(ct, h) == alt)
 			return h;
 	}
 }
@@ -130,13 +140,11 @@ struct mrec {
 	bool used; /* holds an entry (maybe expired) */
 	uint8_t state;
 	uint32_t last_ms;
-	uint32_t bucket;
 	struct l4lb_conn c; /* c.peer: the twin */
 };
 
 struct model {
 	struct mrec *r;
-	uint32_t *home; /* bucket an id was first used for, or NONE */
 	uint32_t cap, buckets;
 	uint32_t to[4];
 	struct l4lb_conn_stats st;
@@ -149,12 +157,9 @@ static void model_init(struct model *m, uint32_t cap,
 	m->cap = cap;
 	m->buckets = cap / WAYS;
 	m->r = calloc(cap, sizeof(*m->r));
-	m->home = malloc(cap * sizeof(*m->home));
-	cr_assert(m->r && m->home);
-	for (uint32_t i = 0; i < cap; i++) {
-		m->home[i] = NONE;
+	cr_assert(m->r);
+	for (uint32_t i = 0; i < cap; i++)
 		m->r[i].c.peer = NONE;
-	}
 	m->to[HO] = t->half_open;
 	m->to[EST] = t->established;
 	m->to[CL] = t->closing;
@@ -163,7 +168,6 @@ static void model_init(struct model *m, uint32_t cap,
 static void model_fini(struct model *m)
 {
 	free(m->r);
-	free(m->home);
 }
 
 static bool m_live(const struct model *m, uint32_t id, uint32_t now)
@@ -218,87 +222,109 @@ static void m_free_twin(struct model *m, uint32_t id, uint32_t p)
 		m_clear(m, p);
 }
 
+/* Records of bucket @b: in use, expired, and the LRU ages (half-open or
+ * closing; any). */
+struct m_bucket {
+	unsigned used, expired;
+	bool have_half;
+	uint32_t max_half, max_any;
+};
+
+static void m_bucket_scan(const struct model *m, uint32_t b, uint32_t now,
+			  struct m_bucket *mb)
+{
+	for (uint32_t id = b * WAYS; id < (b + 1) * WAYS; id++) {
+		const struct mrec *r = &m->r[id];
+		uint32_t age = now - r->last_ms;
+
+		if (!r->used)
+			continue;
+		mb->used++;
+		if (!m_live(m, id, now)) {
+			mb->expired++;
+			continue;
+		}
+		if (r->state != EST && (!mb->have_half || age > mb->max_half)) {
+			mb->have_half = true;
+			mb->max_half = age;
+		}
+		if (age > mb->max_any)
+			mb->max_any = age;
+	}
+}
+
+/* Whether bucket @mb has a way a new flow takes without replacing one. */
+static bool m_room(const struct m_bucket *mb)
+{
+	return mb->used < WAYS || mb->expired;
+}
+
 /* Insert @c in the table and check the result against the policy. */
 static uint32_t m_insert(struct l4lb_conn_table *ct, struct model *m,
 			 const struct l4lb_conn *c, uint64_t h, uint32_t now,
 			 uint8_t state)
 {
 	uint32_t b = (uint32_t)h & (m->buckets - 1);
+	uint32_t alt = l4lb_conn_alt_bucket(b, h, m->buckets - 1);
 	uint32_t got = l4lb_conn_insert(ct, c, h, now, state);
 	uint32_t dup = m_find(m, &c->key, now);
-	unsigned used = 0, expired = 0;
-	uint32_t max_half = 0, max_any = 0;
-	bool have_half = false;
+	struct m_bucket mb = {0}, ma = {0}, both = {0};
 	struct mrec *v;
-	uint32_t p;
+	uint32_t p, gb;
 
 	if (dup != NONE) {
 		CHECK(got == NONE, "insert of a live key (entry %u) gave %u",
 		      dup, got);
 		return NONE;
 	}
-	for (uint32_t id = 0; id < m->cap; id++) {
-		const struct mrec *r = &m->r[id];
-		uint32_t age = now - r->last_ms;
-
-		if (!r->used || r->bucket != b)
-			continue;
-		used++;
-		if (!m_live(m, id, now)) {
-			expired++;
-			continue;
-		}
-		if (r->state != EST && (!have_half || age > max_half)) {
-			have_half = true;
-			max_half = age;
-		}
-		if (age > max_any)
-			max_any = age;
-	}
-	CHECK(used <= WAYS, "model: %u records in bucket %u", used, b);
+	CHECK(alt != b && alt < m->buckets, "bucket %u: alternate %u", b, alt);
+	m_bucket_scan(m, b, now, &mb);
+	m_bucket_scan(m, alt, now, &ma);
+	/* ages are >= 0: a bucket without any counts 0 */
+	both.have_half = mb.have_half || ma.have_half;
+	both.max_half = mb.max_half > ma.max_half ? mb.max_half : ma.max_half;
+	both.max_any = mb.max_any > ma.max_any ? mb.max_any : ma.max_any;
 	if (got == NONE) {
-		CHECK(used == WAYS && !expired && !have_half && state != EST,
-		      "insert (state %u) refused in bucket %u: %u in use, %u "
-		      "expired, half-open/closing ones: %d",
-		      state, b, used, expired, have_half);
+		CHECK(!m_room(&mb) && !m_room(&ma) && !both.have_half &&
+			  state != EST,
+		      "insert (state %u) refused in buckets %u/%u: %u/%u in "
+		      "use, %u/%u expired, half-open/closing ones: %d",
+		      state, b, alt, mb.used, ma.used, mb.expired, ma.expired,
+		      both.have_half);
 		m->st.refused++;
 		return NONE;
 	}
 	CHECK(got < m->cap, "insert gave id %u", got);
-	CHECK(m->home[got] == NONE || m->home[got] == b,
-	      "id %u used for bucket %u, now for bucket %u", got, m->home[got],
-	      b);
+	gb = got / WAYS;
 	v = &m->r[got];
-	if (used < WAYS || expired) {
-		if (v->used)
-			CHECK(v->bucket == b && !m_live(m, got, now),
-			      "insert took entry %u (bucket %u, live %d) while "
-			      "bucket %u had %u in use, %u expired",
-			      got, v->bucket, m_live(m, got, now), b, used,
-			      expired);
-		else
-			CHECK(used < WAYS,
-			      "insert took unused id %u but bucket %u is "
-			      "full (%u expired)",
-			      got, b, expired);
+	if (m_room(&mb) || m_room(&ma)) {
+		uint32_t want = m_room(&mb) ? b : alt;
+
+		CHECK(gb == want,
+		      "insert took entry %u (bucket %u) while bucket %u had "
+		      "room (bucket %u: %u in use, %u expired)",
+		      got, gb, want, b, mb.used, mb.expired);
+		CHECK(!m_live(m, got, now),
+		      "insert took live entry %u while bucket %u had room", got,
+		      want);
 	} else {
 		uint32_t age = now - v->last_ms;
 
-		CHECK(v->used && v->bucket == b,
-		      "insert in full bucket %u took id %u (used %d bucket %u)",
-		      b, got, v->used, v->bucket);
-		if (have_half)
-			CHECK(v->state != EST && age == max_half,
+		CHECK(v->used && (gb == b || gb == alt),
+		      "insert in full buckets %u/%u took id %u (used %d "
+		      "bucket %u)",
+		      b, alt, got, v->used, gb);
+		if (both.have_half)
+			CHECK(v->state != EST && age == both.max_half,
 			      "insert (state %u) replaced id %u in state %u "
 			      "age %u; LRU half-open/closing age is %u",
-			      state, got, v->state, age, max_half);
+			      state, got, v->state, age, both.max_half);
 		else
-			CHECK(state == EST && age == max_any,
+			CHECK(state == EST && age == both.max_any,
 			      "insert (state %u) replaced established id %u "
 			      "age %u; LRU age %u",
-			      state, got, age, max_any);
+			      state, got, age, both.max_any);
 	}
-	m->home[got] = b;
 	p = NONE;
 	if (v->used) {
 		p = v->c.peer;
@@ -311,7 +337,6 @@ static uint32_t m_insert(struct l4lb_conn_table *ct, struct model *m,
 	v->used = true;
 	v->state = state;
 	v->last_ms = now;
-	v->bucket = b;
 	v->c = *c;
 	v->c.peer = NONE;
 	m_free_twin(m, got, p);
@@ -579,7 +604,7 @@ Test(l4lb_conn, syn_flood_keeps_established)
 {
 	struct l4lb_conn_table *ct = l4lb_conn_create(4096, false, NULL);
 	static uint32_t ids[FLOOD_EST];
-	static uint8_t est_in[4096 / WAYS];
+	static uint8_t est_in[4096 / WAYS]; /* established flows a bucket */
 	struct l4lb_conn_stats s1, s2;
 	uint32_t now = 1000, lost = 0, live, est, mask;
 	uint64_t refused_exp = 0;
@@ -597,8 +622,8 @@ Test(l4lb_conn, syn_flood_keeps_established)
 		    l4lb_conn_insert(ct, &c, l4lb_conn_hash(&c.key), now, EST);
 		cr_assert_neq(ids[i], NONE, "established flow %u refused", i);
 	}
-	/* Buckets with more than 8 established flows replaced some:
-	 * those are the only ones lost. */
+	/* Flows whose two buckets took more than 16 established flows
+	 * replaced some: those are the only ones lost. */
 	l4lb_conn_stats_get(ct, &s1);
 	memset(est_in, 0, sizeof(est_in));
 	for (uint32_t i = 0; i < FLOOD_EST; i++) {
@@ -616,7 +641,7 @@ Test(l4lb_conn, syn_flood_keeps_established)
 			continue;
 		}
 		cr_assert_eq(got, ids[i]);
-		est_in[h & mask]++;
+		est_in[got / WAYS]++;
 	}
 	cr_assert_eq(lost, s1.replaced);
 	cr_assert_eq(s1.refused, 0);
@@ -640,17 +665,19 @@ Test(l4lb_conn, syn_flood_keeps_established)
 		key_seq(j, 2, &c);
 		h = l4lb_conn_hash(&c.key);
 		id = l4lb_conn_insert(ct, &c, h, now, HO);
-		if (est_in[h & mask] == WAYS) {
+		if (est_in[h & mask] == WAYS &&
+		    est_in[l4lb_conn_alt_bucket(h & mask, h, mask)] == WAYS) {
 			refused_exp++;
 			if (id != NONE)
 				cr_assert_fail(
 				    "half-open flow %u took entry %u "
-				    "in a bucket of established "
+				    "in buckets of established "
 				    "flows",
 				    j, id);
 		} else if (id == NONE) {
 			cr_assert_fail("half-open flow %u refused in bucket "
-				       "%u with %u established",
+				       "%u with %u established (and its "
+				       "alternate)",
 				       j, (unsigned)(h & mask),
 				       est_in[h & mask]);
 		}
@@ -848,8 +875,8 @@ Test(l4lb_conn, stamp_ahead_of_now_is_young)
 {
 	struct l4lb_conn_table *ct = l4lb_conn_create(64, true, NULL);
 	uint64_t rs = base_seed() ^ 11;
-	struct l4lb_conn c, est[WAYS];
-	uint32_t id, tag = 2, bk;
+	struct l4lb_conn c, est[2 * WAYS];
+	uint32_t id, tag = 2, bk, alt;
 	uint64_t h;
 
 	conn_make(&rs, 1, &c);
@@ -861,19 +888,22 @@ Test(l4lb_conn, stamp_ahead_of_now_is_young)
 	    "entry stamped 1 ms ahead not found");
 	cr_assert_eq(l4lb_conn_insert(ct, &c, h, 1000, EST), NONE,
 		     "a second entry of one key");
-	/* a bucket of 8 established flows stamped at 1001 refuses a
-	 * half-open one at 1000 */
-	bk = bucket_of(ct, h) ^ 1;
-	for (unsigned i = 0; i < WAYS; i++)
+	/* two buckets of 8 established flows stamped at 1001 refuse a
+	 * half-open one at 1000 whose buckets they are (both other than
+	 * the first flow's) */
+	bk = (id / WAYS) ^ 2;
+	alt = bk ^ 1;
+	for (unsigned i = 0; i < 2 * WAYS; i++)
 		cr_assert_neq(
-		    l4lb_conn_insert(ct, &est[i],
-				     conn_in_bucket(ct, &rs, &tag, bk, &est[i]),
-				     1001, EST),
+		    l4lb_conn_insert(
+			ct, &est[i],
+			conn_in_buckets(ct, &rs, &tag, bk, alt, &est[i]), 1001,
+			EST),
 		    NONE);
-	h = conn_in_bucket(ct, &rs, &tag, bk, &c);
+	h = conn_in_buckets(ct, &rs, &tag, bk, alt, &c);
 	cr_assert_eq(l4lb_conn_insert(ct, &c, h, 1000, HO), NONE,
 		     "half-open flow replaced an established one");
-	cr_assert_eq(l4lb_conn_count(ct, 1001, NULL), 1 + WAYS);
+	cr_assert_eq(l4lb_conn_count(ct, 1001, NULL), 1 + 2 * WAYS);
 	l4lb_conn_destroy(ct);
 }
 
@@ -885,11 +915,12 @@ struct twins {
 	uint32_t tag, now;
 };
 
-/* Insert a new flow in bucket @b; the clock moves 1 ms per insert. */
+/* Insert a new flow of buckets @b and @b ^ 1 (its alternate); the
+ * clock moves 1 ms per insert. */
 static uint32_t tw_add(struct twins *tw, uint32_t b, uint8_t state,
 		       struct l4lb_conn *c, uint64_t *h)
 {
-	uint64_t hh = conn_in_bucket(tw->ct, &tw->rs, &tw->tag, b, c);
+	uint64_t hh = conn_in_buckets(tw->ct, &tw->rs, &tw->tag, b, b ^ 1, c);
 	uint32_t id = l4lb_conn_insert(tw->ct, c, hh, ++tw->now, state);
 
 	if (h)
@@ -914,13 +945,13 @@ static void tw_init(struct twins *tw, uint64_t seed)
 }
 
 /* Eviction of A (LRU) frees its twin B, for an established and for a
- * half-open newcomer, twin in another bucket or in the same one. */
+ * half-open newcomer, twin in other buckets or in the same one. */
 Test(l4lb_conn, twin_freed_on_eviction)
 {
 	for (unsigned v = 0; v < 4; v++) {
 		struct twins tw;
-		struct l4lb_conn ca, cb, cx, fill[WAYS];
-		uint32_t a, b, x, fid[WAYS], bb = v & 2 ? 1 : 2, n;
+		struct l4lb_conn ca, cb, cx, fill[2 * WAYS];
+		uint32_t a, b, x, fid[2 * WAYS], bb = v & 2 ? 1 : 2, n;
 		uint8_t sa = v & 1 ? HO : EST, sx = v & 1 ? HO : EST;
 		struct l4lb_conn_stats st;
 
@@ -931,7 +962,8 @@ Test(l4lb_conn, twin_freed_on_eviction)
 		l4lb_conn_link(tw.ct, a, b);
 		cr_assert_eq(l4lb_conn_entry(tw.ct, a)->peer, b);
 		cr_assert_eq(l4lb_conn_entry(tw.ct, b)->peer, a);
-		n = bb == 1 ? WAYS - 2 : WAYS - 1; /* fill bucket 1 */
+		/* fill buckets 1 and 0 */
+		n = bb == 1 ? 2 * WAYS - 2 : 2 * WAYS - 1;
 		for (uint32_t i = 0; i < n; i++) {
 			fid[i] = tw_add(&tw, 1, EST, &fill[i], NULL);
 			cr_assert_neq(fid[i], NONE);
@@ -991,8 +1023,8 @@ Test(l4lb_conn, stale_twin_does_not_free_reused_way)
 {
 	for (unsigned v = 0; v < 2; v++) {
 		struct twins tw;
-		struct l4lb_conn ca, cb, cc, cd, cx, fill[WAYS];
-		uint32_t a, b, c, d, x, fid[WAYS];
+		struct l4lb_conn ca, cb, cc, cd, cx, fill[2 * WAYS];
+		uint32_t a, b, c, d, x, fid[2 * WAYS];
 
 		tw_init(&tw, base_seed() ^ (0x300 + v));
 		a = tw_add(&tw, 5, EST, &ca, NULL);
@@ -1013,8 +1045,8 @@ Test(l4lb_conn, stale_twin_does_not_free_reused_way)
 		if (v == 0) {
 			l4lb_conn_free(tw.ct, a);
 			cr_assert_not(tw_found(&tw, &ca, a));
-		} else { /* evict A: bucket 5 full, A the LRU */
-			for (uint32_t i = 0; i < WAYS - 1; i++)
+		} else { /* evict A: buckets 5 and 4 full, A the LRU */
+			for (uint32_t i = 0; i < 2 * WAYS - 1; i++)
 				cr_assert_neq(tw_add(&tw, 5, EST, &cx, NULL),
 					      NONE);
 			x = tw_add(&tw, 5, EST, &cx, NULL);
@@ -1066,7 +1098,8 @@ static double sh_elapsed(void)
 
 /*
  * Strict mode: thread t inserts and frees only keys of the buckets it
- * owns (b % 4 == t), pairs of them linked at once as the balancer does;
+ * owns ((b / 2) % 4 == t, for both buckets of each of its keys), pairs
+ * of them linked at once as the balancer does;
  * it looks up and touches anyone's. All threads use one now_ms per
  * round (rounds end at a barrier). Chaos mode: any thread does anything
  * to any key or id, with now_ms skewed by up to 2 ms.
@@ -1255,6 +1288,7 @@ Test(l4lb_conn, shared_threads)
 	uint64_t rs = base_seed() ^ 0x5a5a;
 	const struct l4lb_conn_timeouts to = {30, 300, 10};
 	uint64_t total = 0;
+	uint32_t tag = 0;
 
 	g_seed = rs;
 	sh.seed = rs;
@@ -1264,9 +1298,13 @@ Test(l4lb_conn, shared_threads)
 	for (uint32_t i = 0; i < SH_KEYS; i++) {
 		uint32_t t;
 
-		conn_make(&rs, i, &sh.keys[i].c);
-		sh.keys[i].h = l4lb_conn_hash(&sh.keys[i].c.key);
-		t = bucket_of(sh.ct, sh.keys[i].h) % SH_THREADS;
+		/* keys whose two buckets have one owner: t = (bucket / 2) %
+		 * 4 for both */
+		do {
+			conn_make(&rs, tag++, &sh.keys[i].c);
+			sh.keys[i].h = l4lb_conn_hash(&sh.keys[i].c.key);
+			t = (bucket_of(sh.ct, sh.keys[i].h) / 2) % SH_THREADS;
+		} while ((alt_of(sh.ct, sh.keys[i].h) / 2) % SH_THREADS != t);
 		sh.own[t][sh.nown[t]++] = i;
 	}
 	for (unsigned t = 0; t < SH_THREADS; t++)
