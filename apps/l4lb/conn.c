@@ -1,7 +1,7 @@
 /*
  * The balancer's connection table (conn.h; its layout and the inline
- * lookup are in conn_impl.h): buckets of 8 ways in pairs, each a line
- * of signatures and stamps followed by its 8 entries.
+ * lookup are in conn_impl.h): buckets of 8 ways, each a line of
+ * signatures and stamps followed by its 8 entries; two buckets a key.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +16,31 @@ static void count(struct l4lb_conn_table *ct, uint64_t *c)
 		__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
 	else
 		(*c)++;
+}
+
+/* Take the locks of buckets @a and @b (either may repeat) in order. */
+static void lock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
+{
+	uint32_t la = lock_of(a), lb = lock_of(b);
+
+	if (la == lb) {
+		lock_take(ct, la);
+	} else if (la < lb) {
+		lock_take(ct, la);
+		lock_take(ct, lb);
+	} else {
+		lock_take(ct, lb);
+		lock_take(ct, la);
+	}
+}
+
+static void unlock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
+{
+	uint32_t la = lock_of(a), lb = lock_of(b);
+
+	lock_give(ct, la);
+	if (lb != la)
+		lock_give(ct, lb);
 }
 
 /*

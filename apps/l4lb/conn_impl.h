@@ -94,36 +94,6 @@ static inline void lock_give(struct l4lb_conn_table *ct, uint32_t l)
 		__atomic_store_n(&ct->locks[l], 0, __ATOMIC_RELEASE);
 }
 
-/* Take the locks of buckets @a and @b (either may repeat) in order. */
-static inline void lock_two(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
-{
-	uint32_t la = lock_of(a), lb = lock_of(b);
-
-	if (!ct->shared)
-		return;
-	if (la == lb) {
-		lock_take(ct, la);
-	} else if (la < lb) {
-		lock_take(ct, la);
-		lock_take(ct, lb);
-	} else {
-		lock_take(ct, lb);
-		lock_take(ct, la);
-	}
-}
-
-static inline void unlock_two(struct l4lb_conn_table *ct, uint32_t a,
-			      uint32_t b)
-{
-	uint32_t la = lock_of(a), lb = lock_of(b);
-
-	if (!ct->shared)
-		return;
-	lock_give(ct, la);
-	if (lb != la)
-		lock_give(ct, lb);
-}
-
 static inline uint32_t sig_of(uint64_t h)
 {
 	return (uint32_t)(h >> 32) | 1u;
