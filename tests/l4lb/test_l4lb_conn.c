@@ -222,8 +222,8 @@ static void m_free_twin(struct model *m, uint32_t id, uint32_t p)
 		m_clear(m, p);
 }
 
-/* Records of bucket @b: in use, expired, and the LRU ages (half-open or
- * closing; any). */
+/* Records of bucket @b, added to @mb: in use, expired, and the LRU ages
+ * (half-open or closing; any). */
 struct m_bucket {
 	unsigned used, expired;
 	bool have_half;
@@ -280,10 +280,8 @@ static uint32_t m_insert(struct l4lb_conn_table *ct, struct model *m,
 	CHECK(alt != b && alt < m->buckets, "bucket %u: alternate %u", b, alt);
 	m_bucket_scan(m, b, now, &mb);
 	m_bucket_scan(m, alt, now, &ma);
-	/* ages are >= 0: a bucket without any counts 0 */
-	both.have_half = mb.have_half || ma.have_half;
-	both.max_half = mb.max_half > ma.max_half ? mb.max_half : ma.max_half;
-	both.max_any = mb.max_any > ma.max_any ? mb.max_any : ma.max_any;
+	m_bucket_scan(m, b, now, &both); /* the two as one set */
+	m_bucket_scan(m, alt, now, &both);
 	if (got == NONE) {
 		CHECK(!m_room(&mb) && !m_room(&ma) && !both.have_half &&
 			  state != EST,
