@@ -1,7 +1,8 @@
 /*
  * The balancer's connection table (conn.h; its layout and the inline
  * lookup are in conn_impl.h): buckets of 8 ways, each a line of
- * signatures and stamps followed by its 8 entries; two buckets a key.
+ * signatures and stamps followed by its 8 entries (32 bytes for IPv4
+ * flows, 64 for IPv6); two buckets a key.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -85,9 +86,11 @@ struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
 	for (unsigned i = 0; i < 4; i++)
 		if (ct->timeout[i] > CONN_TIMEOUT_MAX)
 			ct->timeout[i] = CONN_TIMEOUT_MAX;
-	ct->groups_len = (size_t)(ct->mask + 1) * sizeof(*ct->groups);
-	ct->groups = map_zeroed(ct->groups_len);
-	if (!ct->groups) {
+	ct->g4_len = (size_t)(ct->mask + 1) * sizeof(*ct->g4);
+	ct->g6_len = (size_t)(ct->mask + 1) * sizeof(*ct->g6);
+	ct->g4 = map_zeroed(ct->g4_len);
+	ct->g6 = map_zeroed(ct->g6_len);
+	if (!ct->g4 || !ct->g6) {
 		l4lb_conn_destroy(ct);
 		return NULL;
 	}
@@ -98,8 +101,10 @@ void l4lb_conn_destroy(struct l4lb_conn_table *ct)
 {
 	if (!ct)
 		return;
-	if (ct->groups)
-		munmap(ct->groups, ct->groups_len);
+	if (ct->g4)
+		munmap(ct->g4, ct->g4_len);
+	if (ct->g6)
+		munmap(ct->g6, ct->g6_len);
 	free(ct);
 }
 
@@ -108,19 +113,73 @@ uint32_t l4lb_conn_capacity(const struct l4lb_conn_table *ct)
 	return (ct->mask + 1) * L4LB_CONN_WAYS;
 }
 
-struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id)
+void l4lb_conn_read(struct l4lb_conn_table *ct, uint32_t id,
+		    struct l4lb_conn *out)
 {
-	return entry_of(ct, id);
+	uint32_t b = id / L4LB_CONN_WAYS;
+
+	lock_take(ct, lock_of(b));
+	way_read(ct, b, id % L4LB_CONN_WAYS, out, bucket_v6(ct, b));
+	lock_give(ct, lock_of(b));
 }
 
-void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h)
+void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h,
+			uint8_t v6)
 {
-	l4lb_conn_prefetch_inline(ct, h);
+	l4lb_conn_prefetch_inline(ct, h, v6);
 }
 
-void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h)
+void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h,
+			      uint8_t v6)
 {
-	l4lb_conn_prefetch_entry_inline(ct, h);
+	l4lb_conn_prefetch_entry_inline(ct, h, v6);
+}
+
+/* Write @c to way @w of bucket @b, without a twin (lock held). */
+static void way_write(struct l4lb_conn_table *ct, uint32_t b, unsigned w,
+		      const struct l4lb_conn *c)
+{
+	struct conn_entry4 *e;
+
+	if (bucket_v6(ct, b)) {
+		struct l4lb_conn *e6 = entry6_at(ct, b, w);
+
+		*e6 = *c;
+		e6->peer = L4LB_CONN_NONE;
+		e6->state = L4LB_CONN_FREE;
+		return;
+	}
+	e = entry4_at(ct, b, w);
+	e->addrs = key4_addrs(&c->key);
+	e->pw = c->key.w[4];
+	e->backend = c->backend;
+	e->peer = L4LB_CONN_NONE;
+	e->service = c->service;
+	e->snat_port = c->snat_port;
+	e->backend_gen = c->backend_gen;
+	e->reverse = c->reverse;
+	e->pad = 0;
+}
+
+/* The twin of entry @id, and setting it (lock held). */
+static uint32_t peer_of(const struct l4lb_conn_table *ct, uint32_t id)
+{
+	uint32_t b = id / L4LB_CONN_WAYS;
+	unsigned w = id % L4LB_CONN_WAYS;
+
+	return bucket_v6(ct, b) ? entry6_at(ct, b, w)->peer
+				: entry4_at(ct, b, w)->peer;
+}
+
+static void peer_set(struct l4lb_conn_table *ct, uint32_t id, uint32_t peer)
+{
+	uint32_t b = id / L4LB_CONN_WAYS;
+	unsigned w = id % L4LB_CONN_WAYS;
+
+	if (bucket_v6(ct, b))
+		entry6_at(ct, b, w)->peer = peer;
+	else
+		entry4_at(ct, b, w)->peer = peer;
 }
 
 /* refresh_at() of way @w, which a hit moves to @st (lock held). */
@@ -147,36 +206,44 @@ static uint32_t find_id(struct l4lb_conn_table *ct, uint32_t b, uint32_t alt,
 
 			if (expired(ct, bk->stamp[w], now_ms))
 				continue;
-			if (key_eq(&entry_at(ct, b, w)->key, k))
+			if (way_key_eq(ct, b, w, k, bucket_v6(ct, b)))
 				return b * L4LB_CONN_WAYS + w;
 		}
 	}
 	return L4LB_CONN_NONE;
 }
 
-uint32_t l4lb_conn_lookup_alt_(struct l4lb_conn_table *ct,
+uint32_t l4lb_conn_lookup_alt4_(struct l4lb_conn_table *ct,
+				const struct l4lb_conn_key *k, uint64_t h,
+				uint32_t now_ms, uint8_t state,
+				struct l4lb_conn *out)
+{
+	uint32_t b = (uint32_t)h & ct->mask;
+
+	return lookup_in(ct, key_alt_bucket(ct, b, h), k, sig_of(h), now_ms,
+			 state, out, false);
+}
+
+uint32_t l4lb_conn_lookup_out_(struct l4lb_conn_table *ct,
 			       const struct l4lb_conn_key *k, uint64_t h,
 			       uint32_t now_ms, uint8_t state,
 			       struct l4lb_conn *out)
 {
-	uint32_t b = (uint32_t)h & ct->mask;
-
-	return lookup_in(ct, l4lb_conn_alt_bucket(b, h, ct->mask), k, sig_of(h),
-			 now_ms, state, out);
-}
-
-uint32_t l4lb_conn_lookup_locked_(struct l4lb_conn_table *ct,
-				  const struct l4lb_conn_key *k, uint64_t h,
-				  uint32_t now_ms, uint8_t state,
-				  struct l4lb_conn *out)
-{
-	uint32_t b = (uint32_t)h & ct->mask, sig = sig_of(h), id;
-	uint32_t alt = l4lb_conn_alt_bucket(b, h, ct->mask);
+	uint32_t b = key_bucket(ct, h, k->v6), sig = sig_of(h), id;
+	uint32_t alt = key_alt_bucket(ct, b, h);
 
 	lock_two(ct, b, alt);
-	id = lookup_in(ct, b, k, sig, now_ms, state, out);
-	if (id == L4LB_CONN_NONE)
-		id = lookup_in(ct, alt, k, sig, now_ms, state, out);
+	if (k->v6) {
+		id = lookup_in(ct, b, k, sig, now_ms, state, out, true);
+		if (id == L4LB_CONN_NONE)
+			id = lookup_in(ct, alt, k, sig, now_ms, state, out,
+				       true);
+	} else {
+		id = lookup_in(ct, b, k, sig, now_ms, state, out, false);
+		if (id == L4LB_CONN_NONE)
+			id = lookup_in(ct, alt, k, sig, now_ms, state, out,
+				       false);
+	}
 	unlock_two(ct, b, alt);
 	return id;
 }
@@ -224,9 +291,9 @@ static void free_twin(struct l4lb_conn_table *ct, uint32_t id, uint32_t peer)
 		return;
 	lock_take(ct, lock_of(pb));
 	if (bucket_at(ct, pb)->sig[peer % L4LB_CONN_WAYS] &&
-	    entry_of(ct, peer)->peer == id) {
+	    peer_of(ct, peer) == id) {
 		clear_way(ct, pb, peer % L4LB_CONN_WAYS);
-		entry_of(ct, peer)->peer = L4LB_CONN_NONE;
+		peer_set(ct, peer, L4LB_CONN_NONE);
 	}
 	lock_give(ct, lock_of(pb));
 }
@@ -255,7 +322,7 @@ static uint32_t choose_id(struct l4lb_conn_table *ct, uint32_t b, uint32_t alt,
 				return id;
 			if (expired(ct, bk->stamp[w], now_ms)) {
 				count(ct, &ct->stats.expired);
-				*victim_peer = entry_at(ct, b, w)->peer;
+				*victim_peer = peer_of(ct, id);
 				return id;
 			}
 			st = STATE_OF(bk->stamp[w]);
@@ -276,15 +343,15 @@ static uint32_t choose_id(struct l4lb_conn_table *ct, uint32_t b, uint32_t alt,
 	if (lru_half == L4LB_CONN_NONE)
 		lru_half = lru_any;
 	count(ct, &ct->stats.replaced);
-	*victim_peer = entry_of(ct, lru_half)->peer;
+	*victim_peer = peer_of(ct, lru_half);
 	return lru_half;
 }
 
 uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 			  uint64_t h, uint32_t now_ms, uint8_t state)
 {
-	uint32_t b = (uint32_t)h & ct->mask;
-	uint32_t alt = l4lb_conn_alt_bucket(b, h, ct->mask);
+	uint32_t b = key_bucket(ct, h, c->key.v6);
+	uint32_t alt = key_alt_bucket(ct, b, h);
 	uint32_t sig = sig_of(h), id, victim_peer;
 	struct conn_bucket *bk;
 	unsigned w;
@@ -302,8 +369,7 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 	}
 	bk = bucket_at(ct, id / L4LB_CONN_WAYS);
 	w = id % L4LB_CONN_WAYS;
-	*entry_of(ct, id) = *c;
-	entry_of(ct, id)->peer = L4LB_CONN_NONE;
+	way_write(ct, id / L4LB_CONN_WAYS, w, c);
 	bk->sig[w] = sig;
 	bk->stamp[w] = STAMP(now_ms, state);
 	unlock_two(ct, b, alt);
@@ -318,8 +384,8 @@ void l4lb_conn_link(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)
 	uint32_t ba = a / L4LB_CONN_WAYS, bb = b / L4LB_CONN_WAYS;
 
 	lock_two(ct, ba, bb);
-	entry_of(ct, a)->peer = b;
-	entry_of(ct, b)->peer = a;
+	peer_set(ct, a, b);
+	peer_set(ct, b, a);
 	unlock_two(ct, ba, bb);
 }
 
@@ -328,9 +394,9 @@ void l4lb_conn_free(struct l4lb_conn_table *ct, uint32_t id)
 	uint32_t b = id / L4LB_CONN_WAYS, peer;
 
 	lock_take(ct, lock_of(b));
-	peer = entry_of(ct, id)->peer;
+	peer = peer_of(ct, id);
 	clear_way(ct, b, id % L4LB_CONN_WAYS);
-	entry_of(ct, id)->peer = L4LB_CONN_NONE;
+	peer_set(ct, id, L4LB_CONN_NONE);
 	lock_give(ct, lock_of(b));
 	free_twin(ct, id, peer);
 }
@@ -339,10 +405,16 @@ void l4lb_conn_set_backend(struct l4lb_conn_table *ct, uint32_t id,
 			   uint32_t backend, uint16_t snat_port)
 {
 	uint32_t b = id / L4LB_CONN_WAYS;
+	unsigned w = id % L4LB_CONN_WAYS;
 
 	lock_take(ct, lock_of(b));
-	entry_of(ct, id)->backend = backend;
-	entry_of(ct, id)->snat_port = snat_port;
+	if (bucket_v6(ct, b)) {
+		entry6_at(ct, b, w)->backend = backend;
+		entry6_at(ct, b, w)->snat_port = snat_port;
+	} else {
+		entry4_at(ct, b, w)->backend = backend;
+		entry4_at(ct, b, w)->snat_port = snat_port;
+	}
 	lock_give(ct, lock_of(b));
 }
 
@@ -351,7 +423,7 @@ uint32_t l4lb_conn_count(struct l4lb_conn_table *ct, uint32_t now_ms,
 {
 	uint32_t live = 0, est = 0;
 
-	for (uint32_t b = 0; b <= ct->mask; b++) {
+	for (uint32_t b = 0; b <= 2 * ct->mask + 1; b++) {
 		const struct conn_bucket *bk = bucket_at(ct, b);
 
 		lock_take(ct, lock_of(b));

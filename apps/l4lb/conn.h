@@ -4,23 +4,34 @@
  * changes, and (full NAT) the SNAT binding of each flow with its reverse
  * key, so that replies are translated back.
  *
- * A fixed-size set-associative table: 2^k buckets of 8 ways, entry id
- * / 8 the bucket of entry id. A bucket's first cache line holds the 8
- * signatures and the 8 stamps (last use in milliseconds and the state),
- * so that a lookup reads one line per bucket and one entry line per
- * match; callers prefetch both for a burst (l4lb_conn_prefetch(), then
- * l4lb_conn_prefetch_entry()) before looking its flows up. A bucket's 8
- * entries follow its line in memory, so that both lines of a lookup are
- * mostly on one page: in a large table each random page costs an address
- * translation that misses the TLB, and a second line of the same page
- * costs little more.
- * Memory is fixed at creation: a flood of new flows cannot grow it.
+ * A fixed-size set-associative table: buckets of 8 ways, entry id / 8
+ * the bucket of entry id. IPv4 and IPv6 flows have buckets of their own,
+ * each family as many (capacity / 8): ids 0 .. capacity - 1 are IPv4
+ * flows' entries, capacity .. 2 * capacity - 1 IPv6 flows'. An IPv4
+ * flow's entry is 32 bytes (its key in 16), an IPv6 flow's 64: a bucket
+ * of IPv4 flows spans 320 bytes, of IPv6 flows 576, and most traffic
+ * (IPv4) finds its flows in a table not much over half the size that
+ * one entry size for both families would take; with 1M flows the
+ * cost of a lookup follows the span of memory lookups hit
+ * (PERFORMANCE.md).
+ * A bucket's first cache line holds the 8 signatures and the 8 stamps
+ * (last use in milliseconds and the state), so that a lookup reads one
+ * line per bucket and one entry line per match; callers prefetch both
+ * for a burst (l4lb_conn_prefetch(), then l4lb_conn_prefetch_entry())
+ * before looking its flows up. A bucket's 8 entries follow its line in
+ * memory, so that both lines of a lookup are mostly on one page: in a
+ * large table each random page costs an address translation that misses
+ * the TLB, and a second line of the same page costs little more.
+ * Memory is fixed at creation: a flood of new flows cannot grow it. The
+ * IPv6 buckets take no memory until IPv6 flows arrive (pages are mapped
+ * on first use).
  *
- * Each key has two buckets: its own (hash & (buckets - 1)) and an
- * alternate (l4lb_conn_alt_bucket()). A new flow takes the first free or
- * expired way of its own bucket, else of the alternate; a lookup reads
- * the alternate only when the key is not in its own bucket. So a table
- * half full keeps almost every flow in its own bucket (one line a
+ * Each key has two buckets of its family: its own (the family's first
+ * bucket + (hash & (capacity / 8 - 1))) and an alternate (the family's
+ * first bucket + l4lb_conn_alt_bucket()). A new flow takes the first
+ * free or expired way of its own bucket, else of the alternate; a lookup
+ * reads the alternate only when the key is not in its own bucket. So a
+ * table half full keeps almost every flow in its own bucket (one line a
  * lookup) and almost never replaces one: the span of memory lookups hit,
  * and with it the cost of their address translations, is half that of a
  * table a quarter full with one bucket a key.
@@ -195,25 +206,32 @@ struct l4lb_conn_stats {
 struct l4lb_conn_table;
 
 /*
- * A table of at least @entries entries (rounded up to a power of two,
- * L4LB_CONN_MIN..L4LB_CONN_MAX), @t timeouts (NULL or 0 fields: the
- * defaults). NULL when out of memory or @entries is out of range.
+ * A table of at least @entries entries a family (rounded up to a power
+ * of two, L4LB_CONN_MIN..L4LB_CONN_MAX), @t timeouts (NULL or 0 fields:
+ * the defaults). NULL when out of memory or @entries is out of range.
  */
 struct l4lb_conn_table *l4lb_conn_create(uint32_t entries, bool shared,
 					 const struct l4lb_conn_timeouts *t);
 void l4lb_conn_destroy(struct l4lb_conn_table *ct);
+/* Entries a family (ids: twice as many). */
 uint32_t l4lb_conn_capacity(const struct l4lb_conn_table *ct);
 
-/* Entry @id (valid until the entry is freed or replaced). */
-struct l4lb_conn *l4lb_conn_entry(struct l4lb_conn_table *ct, uint32_t id);
+/* Copy entry @id (< 2 * capacity) to @out, whatever it holds: a live
+ * entry's copy is what l4lb_conn_lookup() gives, but for @out->state. */
+void l4lb_conn_read(struct l4lb_conn_table *ct, uint32_t id,
+		    struct l4lb_conn *out);
 
-/* Prefetch the bucket line of hash @h. */
-void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h);
+/* Prefetch the bucket line of hash @h of a key of family @v6 (its
+ * key.v6). */
+void l4lb_conn_prefetch(const struct l4lb_conn_table *ct, uint64_t h,
+			uint8_t v6);
 
-/* Prefetch the entry line of @k's hash @h when its bucket has a way with
- * that signature (the bucket line should be in cache by now), else the
- * line of its alternate bucket. A hint: reads without the lock. */
-void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h);
+/* Prefetch the entry line of hash @h (family @v6) when its bucket has a
+ * way with that signature (the bucket line should be in cache by now),
+ * else the line of its alternate bucket. A hint: reads without the
+ * lock. */
+void l4lb_conn_prefetch_entry(const struct l4lb_conn_table *ct, uint64_t h,
+			      uint8_t v6);
 
 /*
  * Find the live entry of @k (hash @h) at time @now_ms: its id, or

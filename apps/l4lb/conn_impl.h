@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -20,23 +21,52 @@ struct conn_bucket {
 } DPFLOW_CACHE_ALIGNED;
 
 /*
- * A bucket line and its ways' entries after it (576 bytes): a lookup's two
- * lines are on one 4 KiB page but for the groups that straddle two. With
- * the entries in an array of their own (two random pages a lookup), 1M
- * flows were 7-9% slower: a second random page costs a lookup more than
- * a second line of the same page (`dpflow bench mem`, PERFORMANCE.md).
+ * An IPv4 flow's entry: struct l4lb_conn in 32 bytes. Its key is two
+ * words: the addresses (key.w[0] | key.w[2] << 32, the other address
+ * words being zero for IPv4) and key.w[4] (ports, protocol, family).
  */
-struct conn_group {
+struct conn_entry4 {
+	uint64_t addrs;
+	uint64_t pw;
+	uint32_t backend;
+	uint32_t peer;
+	uint16_t service;
+	uint16_t snat_port;
+	uint16_t backend_gen;
+	uint8_t reverse;
+	uint8_t pad;
+};
+DPFLOW_STATIC_ASSERT(sizeof(struct conn_entry4) == 32, "two a line");
+
+/*
+ * A bucket line and its ways' entries after it (IPv4: 320 bytes, IPv6:
+ * 576): a lookup's two lines are on one 4 KiB page but for the groups
+ * that straddle two. With the entries in an array of their own (two
+ * random pages a lookup), 1M flows were 7-9% slower: a second random
+ * page costs a lookup more than a second line of the same page (`dpflow
+ * bench mem`, PERFORMANCE.md).
+ */
+struct conn_group4 {
+	struct conn_bucket bucket;
+	struct conn_entry4 way[L4LB_CONN_WAYS];
+};
+DPFLOW_STATIC_ASSERT(sizeof(struct conn_group4) == 64 * 5,
+		     "a bucket line and four entry lines");
+
+struct conn_group6 {
 	struct conn_bucket bucket;
 	struct l4lb_conn way[L4LB_CONN_WAYS];
 };
-DPFLOW_STATIC_ASSERT(sizeof(struct conn_group) == 64 * (1 + L4LB_CONN_WAYS),
+DPFLOW_STATIC_ASSERT(sizeof(struct conn_group6) == 64 * (1 + L4LB_CONN_WAYS),
 		     "a bucket line and its entry lines");
 
+/* Buckets are numbered 0 .. mask for IPv4 keys, mask + 1 .. 2 * mask + 1
+ * for IPv6 keys (a bucket's number & ~mask: its family's first). */
 struct l4lb_conn_table {
-	struct conn_group *groups;
-	size_t groups_len; /* mapped bytes */
-	uint32_t mask;	   /* buckets - 1 */
+	struct conn_group4 *g4;
+	struct conn_group6 *g6;
+	size_t g4_len, g6_len; /* mapped bytes */
+	uint32_t mask;	       /* a family's buckets - 1 */
 	bool shared;
 	uint32_t timeout[4]; /* by state */
 	struct l4lb_conn_stats stats;
@@ -51,24 +81,44 @@ struct l4lb_conn_table {
 /* longest timeout: ages beyond it are taken for stamps ahead */
 #define CONN_TIMEOUT_MAX (L4LB_CONN_STAMP_MAX - CONN_SKEW_MAX)
 
+static inline bool bucket_v6(const struct l4lb_conn_table *ct, uint32_t b)
+{
+	return b > ct->mask;
+}
+
 /* Bucket @b's line. */
 static inline struct conn_bucket *bucket_at(const struct l4lb_conn_table *ct,
 					    uint32_t b)
 {
-	return &ct->groups[b].bucket;
+	return bucket_v6(ct, b) ? &ct->g6[b & ct->mask].bucket
+				: &ct->g4[b].bucket;
 }
 
-/* Entry of way @w of bucket @b, and entry @id (bucket id / 8, way id % 8). */
-static inline struct l4lb_conn *entry_at(const struct l4lb_conn_table *ct,
-					 uint32_t b, unsigned w)
+/* The entries of way @w of bucket @b, by family. */
+static inline struct conn_entry4 *entry4_at(const struct l4lb_conn_table *ct,
+					    uint32_t b, unsigned w)
 {
-	return &ct->groups[b].way[w];
+	return &ct->g4[b].way[w];
 }
 
-static inline struct l4lb_conn *entry_of(const struct l4lb_conn_table *ct,
-					 uint32_t id)
+static inline struct l4lb_conn *entry6_at(const struct l4lb_conn_table *ct,
+					  uint32_t b, unsigned w)
 {
-	return entry_at(ct, id / L4LB_CONN_WAYS, id % L4LB_CONN_WAYS);
+	return &ct->g6[b & ct->mask].way[w];
+}
+
+/* The bucket of hash @h of a key of family @v6, and its alternate. */
+static inline uint32_t key_bucket(const struct l4lb_conn_table *ct, uint64_t h,
+				  uint8_t v6)
+{
+	return (v6 ? ct->mask + 1 : 0) + ((uint32_t)h & ct->mask);
+}
+
+static inline uint32_t key_alt_bucket(const struct l4lb_conn_table *ct,
+				      uint32_t b, uint64_t h)
+{
+	return (b & ~ct->mask) +
+	       l4lb_conn_alt_bucket(b & ct->mask, h, ct->mask);
 }
 
 static inline uint32_t lock_of(uint32_t bucket)
@@ -105,6 +155,54 @@ static inline bool key_eq(const struct l4lb_conn_key *a,
 	return ((a->w[0] ^ b->w[0]) | (a->w[1] ^ b->w[1]) |
 		(a->w[2] ^ b->w[2]) | (a->w[3] ^ b->w[3]) |
 		(a->w[4] ^ b->w[4])) == 0;
+}
+
+/* An IPv4 key's addresses as struct conn_entry4 holds them. */
+static inline uint64_t key4_addrs(const struct l4lb_conn_key *k)
+{
+	return (uint64_t)(uint32_t)k->w[0] | k->w[2] << 32;
+}
+
+/* Whether way @w of bucket @b (of family @v6) holds key @k. */
+static DPFLOW_ALWAYS_INLINE bool way_key_eq(const struct l4lb_conn_table *ct,
+					    uint32_t b, unsigned w,
+					    const struct l4lb_conn_key *k,
+					    bool v6)
+{
+	const struct conn_entry4 *e;
+
+	if (v6)
+		return key_eq(&entry6_at(ct, b, w)->key, k);
+	e = entry4_at(ct, b, w);
+	return ((e->addrs ^ key4_addrs(k)) | (e->pw ^ k->w[4])) == 0;
+}
+
+/* Copy way @w of bucket @b (of family @v6) to @out (state: FREE). */
+static DPFLOW_ALWAYS_INLINE void way_read(const struct l4lb_conn_table *ct,
+					  uint32_t b, unsigned w,
+					  struct l4lb_conn *out, bool v6)
+{
+	const struct conn_entry4 *e;
+
+	if (v6) {
+		*out = *entry6_at(ct, b, w);
+		out->state = L4LB_CONN_FREE;
+		return;
+	}
+	e = entry4_at(ct, b, w);
+	out->key.w[0] = (uint32_t)e->addrs;
+	out->key.w[1] = 0;
+	out->key.w[2] = e->addrs >> 32;
+	out->key.w[3] = 0;
+	out->key.w[4] = e->pw;
+	out->backend = e->backend;
+	out->peer = e->peer;
+	out->service = e->service;
+	out->snat_port = e->snat_port;
+	out->reverse = e->reverse;
+	out->state = L4LB_CONN_FREE;
+	out->backend_gen = e->backend_gen;
+	memset(out->pad, 0, sizeof(out->pad));
 }
 
 /*
@@ -180,52 +278,59 @@ static inline void refresh_at(struct conn_bucket *bk, unsigned w,
  * 1M flows 2.5x slower).
  */
 static DPFLOW_ALWAYS_INLINE void
-l4lb_conn_prefetch_inline(const struct l4lb_conn_table *ct, uint64_t h)
+l4lb_conn_prefetch_inline(const struct l4lb_conn_table *ct, uint64_t h,
+			  uint8_t v6)
 {
-	DPFLOW_PREFETCH(bucket_at(ct, (uint32_t)h & ct->mask));
+	uint32_t b = (uint32_t)h & ct->mask;
+
+	DPFLOW_PREFETCH(v6 ? &ct->g6[b].bucket : &ct->g4[b].bucket);
 }
 
 static DPFLOW_ALWAYS_INLINE void
-l4lb_conn_prefetch_entry_inline(const struct l4lb_conn_table *ct, uint64_t h)
+l4lb_conn_prefetch_entry_inline(const struct l4lb_conn_table *ct, uint64_t h,
+				uint8_t v6)
 {
-	uint32_t b = (uint32_t)h & ct->mask;
+	uint32_t b = key_bucket(ct, h, v6);
 	unsigned m = sig_matches(bucket_at(ct, b), sig_of(h));
 
 	/* a hint: a racing writer can only make it prefetch a wrong line;
 	 * no match: the key is new or in its alternate bucket */
-	if (m)
-		DPFLOW_PREFETCH(entry_at(ct, b, (unsigned)__builtin_ctz(m)));
+	if (m && v6)
+		DPFLOW_PREFETCH(entry6_at(ct, b, (unsigned)__builtin_ctz(m)));
+	else if (m)
+		DPFLOW_PREFETCH(entry4_at(ct, b, (unsigned)__builtin_ctz(m)));
 	else
-		DPFLOW_PREFETCH(
-		    bucket_at(ct, l4lb_conn_alt_bucket(b, h, ct->mask)));
+		DPFLOW_PREFETCH(bucket_at(ct, key_alt_bucket(ct, b, h)));
 }
 
 /*
- * The live entry of @k (signature @sig) in bucket @b, moved to @state
- * and copied to @out as l4lb_conn_lookup() does; its id or
- * L4LB_CONN_NONE. find_id() and refresh() in one pass over the bucket
- * (the path of every packet of a tracked flow: the age is worked out
- * once). Lock held.
+ * The live entry of @k (signature @sig) in bucket @b of its family
+ * (@v6: a constant where inlined), moved to @state and copied to @out as
+ * l4lb_conn_lookup() does; its id or L4LB_CONN_NONE. find_id() and
+ * refresh() in one pass over the bucket (the path of every packet of a
+ * tracked flow: the age is worked out once). Lock held.
  */
-static inline uint32_t lookup_in(struct l4lb_conn_table *ct, uint32_t b,
-				 const struct l4lb_conn_key *k, uint32_t sig,
-				 uint32_t now_ms, uint8_t state,
-				 struct l4lb_conn *out)
+static DPFLOW_ALWAYS_INLINE uint32_t lookup_in(struct l4lb_conn_table *ct,
+					       uint32_t b,
+					       const struct l4lb_conn_key *k,
+					       uint32_t sig, uint32_t now_ms,
+					       uint8_t state,
+					       struct l4lb_conn *out, bool v6)
 {
-	struct conn_bucket *bk = bucket_at(ct, b);
+	struct conn_bucket *bk =
+	    v6 ? &ct->g6[b & ct->mask].bucket : &ct->g4[b].bucket;
 
 	for (unsigned m = sig_matches(bk, sig); m; m &= m - 1) {
 		unsigned w = (unsigned)__builtin_ctz(m);
 		uint32_t stamp = bk->stamp[w], age = age_of(stamp, now_ms);
 		uint32_t timeout = ct->timeout[STATE_OF(stamp)];
 		uint8_t st = (uint8_t)STATE_OF(stamp), to;
-		const struct l4lb_conn *e = entry_at(ct, b, w);
 
-		if (age > timeout || !key_eq(&e->key, k))
+		if (age > timeout || !way_key_eq(ct, b, w, k, v6))
 			continue;
 		to = state_move(st, state);
 		if (out) {
-			*out = *e;
+			way_read(ct, b, w, out, v6);
 			out->state = st;
 		}
 		refresh_at(bk, w, now_ms, st, to, age, timeout);
@@ -234,20 +339,21 @@ static inline uint32_t lookup_in(struct l4lb_conn_table *ct, uint32_t b,
 	return L4LB_CONN_NONE;
 }
 
-/* The rest of l4lb_conn_lookup_inline(), out of line (conn.c): with a
- * shared table, the whole lookup under the locks of the key's two
- * buckets; without, the alternate bucket (few keys live there). */
-uint32_t l4lb_conn_lookup_locked_(struct l4lb_conn_table *ct,
-				  const struct l4lb_conn_key *k, uint64_t h,
-				  uint32_t now_ms, uint8_t state,
-				  struct l4lb_conn *out);
-uint32_t l4lb_conn_lookup_alt_(struct l4lb_conn_table *ct,
+/* The rest of l4lb_conn_lookup_inline(), out of line (conn.c): the
+ * whole lookup (a shared table: under the locks of the key's two
+ * buckets; or an IPv6 key), or an IPv4 key's alternate bucket (few keys
+ * live there). */
+uint32_t l4lb_conn_lookup_out_(struct l4lb_conn_table *ct,
 			       const struct l4lb_conn_key *k, uint64_t h,
 			       uint32_t now_ms, uint8_t state,
 			       struct l4lb_conn *out);
+uint32_t l4lb_conn_lookup_alt4_(struct l4lb_conn_table *ct,
+				const struct l4lb_conn_key *k, uint64_t h,
+				uint32_t now_ms, uint8_t state,
+				struct l4lb_conn *out);
 
-/* l4lb_conn_lookup(), inline for the data path: the key's bucket, then
- * its alternate. */
+/* l4lb_conn_lookup(), inline for the data path: an IPv4 key's bucket,
+ * then its alternate. */
 static inline uint32_t l4lb_conn_lookup_inline(struct l4lb_conn_table *ct,
 					       const struct l4lb_conn_key *k,
 					       uint64_t h, uint32_t now_ms,
@@ -256,12 +362,12 @@ static inline uint32_t l4lb_conn_lookup_inline(struct l4lb_conn_table *ct,
 {
 	uint32_t id;
 
-	if (ct->shared)
-		return l4lb_conn_lookup_locked_(ct, k, h, now_ms, state, out);
+	if (ct->shared || k->v6)
+		return l4lb_conn_lookup_out_(ct, k, h, now_ms, state, out);
 	id = lookup_in(ct, (uint32_t)h & ct->mask, k, sig_of(h), now_ms, state,
-		       out);
+		       out, false);
 	if (DPFLOW_UNLIKELY(id == L4LB_CONN_NONE))
-		id = l4lb_conn_lookup_alt_(ct, k, h, now_ms, state, out);
+		id = l4lb_conn_lookup_alt4_(ct, k, h, now_ms, state, out);
 	return id;
 }
 

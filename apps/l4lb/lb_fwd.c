@@ -726,7 +726,7 @@ static void do_reply(struct l4lb *lb, const struct lb_view *v,
 		return;
 	}
 	l4lb_conn_touch(lb->conns, id, now_ms, fst);
-	fc = *l4lb_conn_entry(lb->conns, r.peer);
+	l4lb_conn_read(lb->conns, r.peer, &fc);
 	nat_rewrite(f + m->outer.l3_off, f + m->outer.l4_off, w->key.v6,
 		    w->key.proto, fc.key.dst, fc.key.dport, fc.key.src,
 		    fc.key.sport);
@@ -820,7 +820,7 @@ static void do_icmp_reply(struct l4lb *lb, struct pkt_work *w,
 		w->drop = L4LB_DROP_ICMP_NO_CONN;
 		return;
 	}
-	fc = *l4lb_conn_entry(lb->conns, r.peer);
+	l4lb_conn_read(lb->conns, r.peer, &fc);
 	/* outer: -> client; quoted: client:cport -> VIP:vport */
 	icmp_translate(w, fc.key.src, fc.key.src, fc.key.sport, fc.key.dst,
 		       fc.key.dport);
@@ -864,10 +864,12 @@ void l4lb_handle(void *arg, struct dpflow_pool *pool, const uint32_t *idx,
 	 * slower at 1M flows) */
 	for (unsigned i = 0; i < n; i++)
 		if (w[i].kind != K_DROP)
-			l4lb_conn_prefetch_inline(lb->conns, w[i].h);
+			l4lb_conn_prefetch_inline(lb->conns, w[i].h,
+						  w[i].key.v6);
 	for (unsigned i = 0; i < n; i++)
 		if (w[i].kind != K_DROP)
-			l4lb_conn_prefetch_entry_inline(lb->conns, w[i].h);
+			l4lb_conn_prefetch_entry_inline(lb->conns, w[i].h,
+							w[i].key.v6);
 	for (unsigned i = 0; i < n; i++) {
 		switch (w[i].kind) {
 		case K_FWD:
