@@ -152,13 +152,9 @@ static void way_write(struct l4lb_conn_table *ct, uint32_t b, unsigned w,
 	e = entry4_at(ct, b, w);
 	e->addrs = key4_addrs(&c->key);
 	e->pw = c->key.w[4];
-	e->backend = c->backend;
+	memcpy(&e->backend, &c->backend, CONN_VAL_LEN);
 	e->peer = L4LB_CONN_NONE;
-	e->service = c->service;
-	e->snat_port = c->snat_port;
-	e->backend_gen = c->backend_gen;
-	e->reverse = c->reverse;
-	e->pad = 0;
+	e->state = L4LB_CONN_FREE;
 }
 
 /* The twin of entry @id, and setting it (lock held). */

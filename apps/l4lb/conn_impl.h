@@ -6,6 +6,7 @@
 #define DPFLOW_L4LB_CONN_IMPL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -24,6 +25,8 @@ struct conn_bucket {
  * An IPv4 flow's entry: struct l4lb_conn in 32 bytes. Its key is two
  * words: the addresses (key.w[0] | key.w[2] << 32, the other address
  * words being zero for IPv4) and key.w[4] (ports, protocol, family).
+ * The rest is struct l4lb_conn's 16 bytes from backend to backend_gen,
+ * in its order, copied as one block (state unused: 0).
  */
 struct conn_entry4 {
 	uint64_t addrs;
@@ -32,11 +35,27 @@ struct conn_entry4 {
 	uint32_t peer;
 	uint16_t service;
 	uint16_t snat_port;
-	uint16_t backend_gen;
 	uint8_t reverse;
-	uint8_t pad;
+	uint8_t state;
+	uint16_t backend_gen;
 };
 DPFLOW_STATIC_ASSERT(sizeof(struct conn_entry4) == 32, "two a line");
+#define CONN_VAL_LEN 16u /* backend .. backend_gen */
+DPFLOW_STATIC_ASSERT(offsetof(struct conn_entry4, backend_gen) + 2 ==
+			     offsetof(struct conn_entry4, backend) +
+				 CONN_VAL_LEN &&
+			 offsetof(struct l4lb_conn, backend_gen) + 2 ==
+			     offsetof(struct l4lb_conn, backend) +
+				 CONN_VAL_LEN &&
+			 offsetof(struct conn_entry4, reverse) -
+				 offsetof(struct conn_entry4, backend) ==
+			     offsetof(struct l4lb_conn, reverse) -
+				 offsetof(struct l4lb_conn, backend) &&
+			 offsetof(struct conn_entry4, service) -
+				 offsetof(struct conn_entry4, backend) ==
+			     offsetof(struct l4lb_conn, service) -
+				 offsetof(struct l4lb_conn, backend),
+		     "the same 16 bytes from backend on");
 
 /*
  * A bucket line and its ways' entries after it (IPv4: 320 bytes, IPv6:
@@ -195,13 +214,7 @@ static DPFLOW_ALWAYS_INLINE void way_read(const struct l4lb_conn_table *ct,
 	out->key.w[2] = e->addrs >> 32;
 	out->key.w[3] = 0;
 	out->key.w[4] = e->pw;
-	out->backend = e->backend;
-	out->peer = e->peer;
-	out->service = e->service;
-	out->snat_port = e->snat_port;
-	out->reverse = e->reverse;
-	out->state = L4LB_CONN_FREE;
-	out->backend_gen = e->backend_gen;
+	memcpy(&out->backend, &e->backend, CONN_VAL_LEN);
 	memset(out->pad, 0, sizeof(out->pad));
 }
 
@@ -290,17 +303,27 @@ static DPFLOW_ALWAYS_INLINE void
 l4lb_conn_prefetch_entry_inline(const struct l4lb_conn_table *ct, uint64_t h,
 				uint8_t v6)
 {
-	uint32_t b = key_bucket(ct, h, v6);
-	unsigned m = sig_matches(bucket_at(ct, b), sig_of(h));
+	uint32_t b = (uint32_t)h & ct->mask;
+	unsigned m;
 
 	/* a hint: a racing writer can only make it prefetch a wrong line;
 	 * no match: the key is new or in its alternate bucket */
-	if (m && v6)
-		DPFLOW_PREFETCH(entry6_at(ct, b, (unsigned)__builtin_ctz(m)));
-	else if (m)
-		DPFLOW_PREFETCH(entry4_at(ct, b, (unsigned)__builtin_ctz(m)));
+	if (v6) {
+		m = sig_matches(&ct->g6[b].bucket, sig_of(h));
+		if (m)
+			DPFLOW_PREFETCH(&ct->g6[b].way[__builtin_ctz(m)]);
+		else
+			DPFLOW_PREFETCH(
+			    &ct->g6[l4lb_conn_alt_bucket(b, h, ct->mask)]
+				 .bucket);
+		return;
+	}
+	m = sig_matches(&ct->g4[b].bucket, sig_of(h));
+	if (m)
+		DPFLOW_PREFETCH(&ct->g4[b].way[__builtin_ctz(m)]);
 	else
-		DPFLOW_PREFETCH(bucket_at(ct, key_alt_bucket(ct, b, h)));
+		DPFLOW_PREFETCH(
+		    &ct->g4[l4lb_conn_alt_bucket(b, h, ct->mask)].bucket);
 }
 
 /*
