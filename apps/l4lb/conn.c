@@ -229,17 +229,9 @@ uint32_t l4lb_conn_lookup_out_(struct l4lb_conn_table *ct,
 	uint32_t alt = key_alt_bucket(ct, b, h);
 
 	lock_two(ct, b, alt);
-	if (k->v6) {
-		id = lookup_in(ct, b, k, sig, now_ms, state, out, true);
-		if (id == L4LB_CONN_NONE)
-			id = lookup_in(ct, alt, k, sig, now_ms, state, out,
-				       true);
-	} else {
-		id = lookup_in(ct, b, k, sig, now_ms, state, out, false);
-		if (id == L4LB_CONN_NONE)
-			id = lookup_in(ct, alt, k, sig, now_ms, state, out,
-				       false);
-	}
+	id = lookup_in(ct, b, k, sig, now_ms, state, out, k->v6);
+	if (id == L4LB_CONN_NONE)
+		id = lookup_in(ct, alt, k, sig, now_ms, state, out, k->v6);
 	unlock_two(ct, b, alt);
 	return id;
 }

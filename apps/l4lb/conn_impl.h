@@ -41,20 +41,20 @@ struct conn_entry4 {
 };
 DPFLOW_STATIC_ASSERT(sizeof(struct conn_entry4) == 32, "two a line");
 #define CONN_VAL_LEN 16u /* backend .. backend_gen */
-DPFLOW_STATIC_ASSERT(offsetof(struct conn_entry4, backend_gen) + 2 ==
-			     offsetof(struct conn_entry4, backend) +
-				 CONN_VAL_LEN &&
+/* field @f at the same place in both value blocks */
+#define CONN_VAL_SAME(f)                              \
+	(offsetof(struct conn_entry4, f) -            \
+	     offsetof(struct conn_entry4, backend) == \
+	 offsetof(struct l4lb_conn, f) - offsetof(struct l4lb_conn, backend))
+DPFLOW_STATIC_ASSERT(CONN_VAL_SAME(peer) && CONN_VAL_SAME(service) &&
+			 CONN_VAL_SAME(snat_port) && CONN_VAL_SAME(reverse) &&
+			 CONN_VAL_SAME(state) && CONN_VAL_SAME(backend_gen) &&
 			 offsetof(struct l4lb_conn, backend_gen) + 2 ==
 			     offsetof(struct l4lb_conn, backend) +
 				 CONN_VAL_LEN &&
-			 offsetof(struct conn_entry4, reverse) -
-				 offsetof(struct conn_entry4, backend) ==
-			     offsetof(struct l4lb_conn, reverse) -
-				 offsetof(struct l4lb_conn, backend) &&
-			 offsetof(struct conn_entry4, service) -
-				 offsetof(struct conn_entry4, backend) ==
-			     offsetof(struct l4lb_conn, service) -
-				 offsetof(struct l4lb_conn, backend),
+			 sizeof(struct conn_entry4) ==
+			     offsetof(struct conn_entry4, backend) +
+				 CONN_VAL_LEN,
 		     "the same 16 bytes from backend on");
 
 /*

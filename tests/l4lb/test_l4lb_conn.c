@@ -306,8 +306,8 @@ static uint32_t m_insert(struct l4lb_conn_table *ct, struct model *m,
 			 uint8_t state)
 {
 	uint32_t base = family_base(m->buckets, c->key.v6);
-	uint32_t b = base + ((uint32_t)h & (m->buckets - 1));
-	uint32_t alt = base + l4lb_conn_alt_bucket(b - base, h, m->buckets - 1);
+	uint32_t b = bucket_of(ct, h, c->key.v6),
+		 alt = alt_of(ct, h, c->key.v6);
 	uint32_t got = l4lb_conn_insert(ct, c, h, now, state);
 	uint32_t dup = m_find(m, &c->key, now);
 	struct m_bucket mb = {0}, ma = {0}, both = {0};
