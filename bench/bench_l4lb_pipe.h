@@ -31,7 +31,9 @@ struct l4lb_params {
 	uint32_t burst; /* packets a burst, 1..L4LB_BURST_MAX */
 };
 
-#define L4LB_BURST_MAX 64u
+#define L4LB_BURST_MAX	64u
+#define L4LB_APP_BURST	64u /* the app variants' default */
+#define L4LB_PIPE_BURST 32u /* the pipe variant's: the runtime's */
 
 /*
  * The Maglev lookup table (Eisenbud et al., NSDI 2016): @m slots (a

@@ -461,9 +461,9 @@ static void too_big(struct l4lb *lb, struct dpflow_pool *pool,
 }
 
 /* DSR: IP-in-IP or GUE toward backend @b, from its header template. */
-static bool encap(struct l4lb *lb, const struct lb_service *s,
-		  const struct lb_backend *b, struct dpflow_pool *pool,
-		  struct pkt_work *w)
+static DPFLOW_ALWAYS_INLINE bool
+encap(struct l4lb *lb, const struct lb_service *s, const struct lb_backend *b,
+      struct dpflow_pool *pool, struct pkt_work *w)
 {
 	struct dpflow_pkt_meta *m = w->m;
 	uint8_t in_v6 = m->outer.l3_type == DPFLOW_L3_IPV6;

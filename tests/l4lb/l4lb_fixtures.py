@@ -32,8 +32,10 @@ Case groups (one `dpflow run` each, the drops one run per case):
              icmp_malformed, reply_without_connection (the root pipe hands
              every packet to the balancer: none is a flow_miss_drop)
   spread     300 flows over weights 1:3: same backend in two runs, share,
-             unique SNAT ports, every SYN/ACK back to its client
+             unique SNAT ports, every SYN/ACK back to its client; the
+             same frames with `dpflow run --burst 64`
   sticky     SYN + 5 ACKs: one backend and SNAT port, new flows 1
+  burst      `dpflow run --burst` values outside 1..256 refused
 
 Prints TAP: one test point per case. Run it with Debian's interpreter
 (/usr/bin/python3), which has python3-scapy.
@@ -151,6 +153,7 @@ class Run:
         self.l4lb_drops = {}
         self.drops = {}     # the drops: section (flow_miss_drop...)
         self.conns = {}
+        self.rx_bursts = 0  # the workers' receive bursts
         self.text = ""
 
 
@@ -188,6 +191,10 @@ def parse_report(r, text):
             r.conns = dict(created=int(m.group(1)), replaced=int(m.group(2)),
                            refused=int(m.group(3)), expired=int(m.group(4)))
             continue
+        m = re.match(r"^  worker \d+\s+rx\s+\d+ pkts in (\d+) bursts", line)
+        if m:
+            r.rx_bursts += int(m.group(1))
+            continue
         m = re.match(r"^l4lb drop (\S+): (\d+)$", line)
         if m:
             r.l4lb_drops[m.group(1)] = int(m.group(2))
@@ -215,8 +222,9 @@ class Runner:
         self.tmp = tmp
         self.n = 0
 
-    def run(self, name, lbcfg, client_in=(), backend_in=()):
-        """Run the balancer on @client_in / @backend_in (frames)."""
+    def run(self, name, lbcfg, client_in=(), backend_in=(), args=()):
+        """Run the balancer on @client_in / @backend_in (frames), with
+        the further `dpflow run` options @args."""
         self.n += 1
         d = os.path.join(self.tmp, "%02d-%s" % (self.n, name))
         os.makedirs(d)
@@ -234,7 +242,7 @@ class Runner:
         with open(ypath, "w") as f:  # JSON is YAML (flow style)
             json.dump(cfg, f, indent=1)
         r = Run()
-        cmd = [self.dpflow, "run", ypath, "--duration", "20"]
+        cmd = [self.dpflow, "run", ypath, "--duration", "20"] + list(args)
         try:
             res = subprocess.run(cmd, capture_output=True, text=True,
                                  timeout=60)
@@ -1115,6 +1123,25 @@ def group_spread(tap, runner):
               [(None, "%s:%d for flows %s" % (k[0], k[1], v))
                for k, v in dup])
 
+    # bursts of 64 (as docs/apps/l4lb.md runs the balancer): the same
+    # frames, in the same order, as bursts of 32
+    r64 = runner.run("spread-burst64", cfg, frames, args=["--burst", "64"])
+    errs = [(None, r64.err)] if r64.err else []
+    if not r64.err:
+        if r64.backend != runs[0].backend:
+            n = sum(1 for a, b in zip(r64.backend, runs[0].backend) if a != b)
+            errs.append((None, "%d frames out, %d differ from bursts of 32 "
+                         "(%d frames)" % (len(r64.backend), n,
+                                          len(runs[0].backend))))
+        want = (len(frames) + 63) // 64, (len(frames) + 31) // 32
+        if (r64.rx_bursts, runs[0].rx_bursts) != want:
+            errs.append((None, "receive bursts %d and %d, want %d and %d"
+                         % ((r64.rx_bursts, runs[0].rx_bursts) + want)))
+        errs += svc_errs(r64, "spread", fwd=300, new_flows=300, untracked=0)
+        errs += drop_errs(r64, {})
+    tap.check("spread: dpflow run --burst 64 (5 bursts, not 10) forwards the "
+              "300 SYNs byte for byte as bursts of 32 do", errs)
+
     errs = []
     outs = Outs(runs[1].client)
     for i, f in replies:
@@ -1231,6 +1258,20 @@ def group_mtu(tap, runner):
               "DF", errs)
 
 
+def group_burst_option(tap, dpflow):
+    """`dpflow run --burst`: values outside 1..256 refused, exit 2."""
+    errs = []
+    for bad in ("0", "257", "x", "64x", ""):
+        cmd = [dpflow, "run", "/nonexistent.yaml", "--burst", bad]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        want = "dpflow run: --burst '%s': expected 1..256" % bad
+        if res.returncode != 2 or want not in res.stderr:
+            errs.append((None, "--burst '%s': exit %d, %r" % (
+                bad, res.returncode, res.stderr.strip())))
+    tap.check("dpflow run --burst 0, 257, x, 64x and '': refused (exit 2, "
+              "expected 1..256)", errs)
+
+
 def main():
     if len(sys.argv) > 2:
         sys.stderr.write(__doc__)
@@ -1246,6 +1287,7 @@ def main():
         group_drops(tap, runner)
         group_spread(tap, runner)
         group_sticky(tap, runner)
+        group_burst_option(tap, dpflow)
     return tap.finish()
 
 

@@ -335,7 +335,8 @@ def main():
         tap(ok, "counters add up: port A rx = a2b pkts, port B tx = a2b "
             "misses, the ACL entry counted the 50 dropped datagrams", text)
         ran = [int(m.group(1)) for m in
-               re.finditer(r"^\s+worker \d+\s+rx\s+\d+ pkts\s+ran\s+(\d+)",
+               re.finditer(r"^\s+worker \d+\s+rx\s+\d+ pkts in \d+ bursts\s+"
+                           r"ran\s+(\d+)",
                            text, re.M)]
         tap(len(ran) == WORKERS and all(n > 0 for n in ran) and
             sum(ran) == sum(v[0] for v in ports.values()),

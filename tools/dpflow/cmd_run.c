@@ -447,10 +447,10 @@ static void print_workers(const struct run_state *st)
 		struct dpflow_worker_stats s;
 
 		dpflow_rt_worker_stats(st->rt, w, &s);
-		printf("  worker %-5u rx %10lu pkts   ran %10lu pkts   handoff "
-		       "out %lu in %lu dropped %lu waits %lu",
-		       w, (unsigned long)s.rx_pkts, (unsigned long)s.pkts,
-		       (unsigned long)s.handoff_out,
+		printf("  worker %-5u rx %10lu pkts in %lu bursts   ran %10lu "
+		       "pkts   handoff out %lu in %lu dropped %lu waits %lu",
+		       w, (unsigned long)s.rx_pkts, (unsigned long)s.rx_bursts,
+		       (unsigned long)s.pkts, (unsigned long)s.handoff_out,
 		       (unsigned long)s.handoff_in,
 		       (unsigned long)s.handoff_drops,
 		       (unsigned long)s.handoff_waits);
@@ -527,8 +527,8 @@ static void usage(FILE *out)
 	fprintf(
 	    out,
 	    "usage: dpflow run CONFIG.yaml [--target cpu|gpu] [--workers N]\n"
-	    "                  [--cpus LIST] [--rss soft|port] [--rss-key "
-	    "HEX]\n"
+	    "                  [--burst N] [--cpus LIST] [--rss soft|port]\n"
+	    "                  [--rss-key HEX]\n"
 	    "                  [--duration S]\n"
 	    "                  [--control PATH] [--metrics ADDR:PORT]\n"
 	    "                  [--pool N]\n"
@@ -539,6 +539,9 @@ static void usage(FILE *out)
 	    "  --target T    cpu (default) or gpu (GPU 0; builds with nvcc)\n"
 	    "  --workers N   worker threads of the CPU target (default 1,\n"
 	    "                at most 64); flows spread by symmetric RSS\n"
+	    "  --burst N     packets a worker takes from a queue at once\n"
+	    "                (default 32, at most 256): a cap, not a wait;\n"
+	    "                the l4lb app runs faster with 64\n"
 	    "  --cpus LIST   pin worker i to the i-th CPU of LIST (0,2,4 or\n"
 	    "                2-5); at least one CPU per worker\n"
 	    "  --rss MODE    soft (default): dpflow's symmetric hash picks\n"
@@ -597,6 +600,24 @@ static int parse_cpus(const char *text, int *cpus, int max)
 	return n;
 }
 
+/*
+ * The decimal value of option --@name in @lo..@hi into @out; else a
+ * message and -1.
+ */
+static int parse_count(const char *name, const char *text, unsigned long lo,
+		       unsigned long hi, unsigned long *out)
+{
+	char *end;
+
+	*out = strtoul(text, &end, 10);
+	if (!isdigit((unsigned char)*text) || *end || *out < lo || *out > hi) {
+		fprintf(stderr, "dpflow run: --%s '%s': expected %lu..%lu\n",
+			name, text, lo, hi);
+		return -1;
+	}
+	return 0;
+}
+
 /* 80 hex digits into @key. */
 static int parse_key(const char *text, uint8_t *key)
 {
@@ -621,6 +642,7 @@ int cmd_run(int argc, char **argv)
 	    {"duration", required_argument, NULL, 'd'},
 	    {"pool", required_argument, NULL, 'p'},
 	    {"workers", required_argument, NULL, 'w'},
+	    {"burst", required_argument, NULL, 'b'},
 	    {"cpus", required_argument, NULL, 'c'},
 	    {"rss-key", required_argument, NULL, 'k'},
 	    {"rss", required_argument, NULL, 'r'},
@@ -644,6 +666,7 @@ int cmd_run(int argc, char **argv)
 	bool use_gpu = false;
 	int rc = 0;
 	uint64_t deadline = 0;
+	unsigned long n;
 	char *end;
 	int c;
 
@@ -678,32 +701,23 @@ int cmd_run(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'p': {
-			unsigned long n = strtoul(optarg, &end, 10);
-
-			if (*end || n < 64 || n > (1u << 24)) {
-				fprintf(stderr,
-					"dpflow run: --pool '%s': expected "
-					"64..16777216\n",
-					optarg);
+		case 'p':
+			if (parse_count("pool", optarg, 64, 1u << 24, &n))
 				return 2;
-			}
 			copts.pool_slots = (uint32_t)n;
 			break;
-		}
-		case 'w': {
-			unsigned long n = strtoul(optarg, &end, 10);
-
-			if (*end || n < 1 || n > DPFLOW_WORKERS_MAX) {
-				fprintf(stderr,
-					"dpflow run: --workers '%s': expected "
-					"1..%u\n",
-					optarg, DPFLOW_WORKERS_MAX);
+		case 'w':
+			if (parse_count("workers", optarg, 1,
+					DPFLOW_WORKERS_MAX, &n))
 				return 2;
-			}
 			rcfg.workers = (uint16_t)n;
 			break;
-		}
+		case 'b':
+			if (parse_count("burst", optarg, 1, DPFLOW_BURST_MAX,
+					&n))
+				return 2;
+			rcfg.burst = (uint16_t)n;
+			break;
 		case 'c':
 			n_cpus = parse_cpus(optarg, cpus, DPFLOW_WORKERS_MAX);
 			if (n_cpus <= 0) {
@@ -766,10 +780,10 @@ int cmd_run(int argc, char **argv)
 		}
 		rcfg.cpus = cpus;
 	}
-	if (use_gpu && (rcfg.workers > 1 || n_cpus)) {
-		fprintf(stderr, "dpflow run: --workers and --cpus are for the "
-				"CPU target (--target gpu runs one proxy "
-				"thread)\n");
+	if (use_gpu && (rcfg.workers > 1 || n_cpus || rcfg.burst)) {
+		fprintf(stderr, "dpflow run: --workers, --cpus and --burst are "
+				"for the CPU target (--target gpu runs one "
+				"proxy thread)\n");
 		return 2;
 	}
 	memset(&st, 0, sizeof(st));
