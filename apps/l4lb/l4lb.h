@@ -146,6 +146,8 @@ struct l4lb_service_stats {
 	struct l4lb_counter icmp;  /* ICMP errors sent to a backend */
 	uint64_t new_flows;	   /* flows given a backend by Maglev */
 	uint64_t untracked;	   /* forwarded without a table entry */
+	uint64_t rescheduled;	   /* of new_flows: tracked flows whose backend
+				      went down or was removed, given another */
 };
 
 struct l4lb_backend_info {

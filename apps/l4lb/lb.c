@@ -554,6 +554,8 @@ int l4lb_service_stats(const struct l4lb *lb, int svc,
 		    __atomic_load_n(&x->new_flows, __ATOMIC_RELAXED);
 		s->untracked +=
 		    __atomic_load_n(&x->untracked, __ATOMIC_RELAXED);
+		s->rescheduled +=
+		    __atomic_load_n(&x->rescheduled, __ATOMIC_RELAXED);
 	}
 	return 0;
 }
@@ -627,14 +629,15 @@ void l4lb_print(const struct l4lb *lb, FILE *f)
 		l4lb_service_stats(lb, (int)s, &st);
 		inet_ntop(c->vip.v6 ? AF_INET6 : AF_INET, c->vip.b, a,
 			  sizeof(a));
-		fprintf(
-		    f,
-		    "l4lb service %s %s %s:%u %s: fwd %" PRIu64 " pkts %" PRIu64
-		    " bytes, reply %" PRIu64 " pkts, icmp %" PRIu64
-		    ", new flows %" PRIu64 ", untracked %" PRIu64 "\n",
-		    c->name, c->proto == 6 ? "tcp" : "udp", a, c->port,
-		    l4lb_mode_name(c->mode), st.fwd.pkts, st.fwd.bytes,
-		    st.reply.pkts, st.icmp.pkts, st.new_flows, st.untracked);
+		fprintf(f,
+			"l4lb service %s %s %s:%u %s: fwd %" PRIu64
+			" pkts %" PRIu64 " bytes, reply %" PRIu64
+			" pkts, icmp %" PRIu64 ", new flows %" PRIu64
+			", untracked %" PRIu64 ", rescheduled %" PRIu64 "\n",
+			c->name, c->proto == 6 ? "tcp" : "udp", a, c->port,
+			l4lb_mode_name(c->mode), st.fwd.pkts, st.fwd.bytes,
+			st.reply.pkts, st.icmp.pkts, st.new_flows, st.untracked,
+			st.rescheduled);
 		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
 			struct l4lb_backend_info bi;
 

@@ -71,15 +71,16 @@ static json_t *services_json(const struct l4lb *lb)
 		}
 		json_array_append_new(
 		    list,
-		    json_pack("{s:s,s:o,s:s,s:i,s:s,s:o,s:o,s:o,s:I,s:I,s:o}",
-			      "name", c->name, "vip", addr_json(&c->vip),
-			      "proto", c->proto == 6 ? "tcp" : "udp", "port",
-			      c->port, "mode", l4lb_mode_name(c->mode), "fwd",
-			      counter_json(&st.fwd), "reply",
-			      counter_json(&st.reply), "icmp",
-			      counter_json(&st.icmp), "new_flows",
-			      (json_int_t)st.new_flows, "untracked",
-			      (json_int_t)st.untracked, "backends", bl));
+		    json_pack(
+			"{s:s,s:o,s:s,s:i,s:s,s:o,s:o,s:o,s:I,s:I,s:I,s:o}",
+			"name", c->name, "vip", addr_json(&c->vip), "proto",
+			c->proto == 6 ? "tcp" : "udp", "port", c->port, "mode",
+			l4lb_mode_name(c->mode), "fwd", counter_json(&st.fwd),
+			"reply", counter_json(&st.reply), "icmp",
+			counter_json(&st.icmp), "new_flows",
+			(json_int_t)st.new_flows, "untracked",
+			(json_int_t)st.untracked, "rescheduled",
+			(json_int_t)st.rescheduled, "backends", bl));
 	}
 	l4lb_drops(lb, d);
 	for (unsigned i = 0; i < L4LB_DROP__COUNT; i++)
@@ -407,12 +408,14 @@ void l4lb_metrics_render(void *arg, FILE *f)
 	    "dpflow_l4lb_service_packets_total",
 	    "dpflow_l4lb_service_bytes_total",
 	    "dpflow_l4lb_service_new_flows_total",
-	    "dpflow_l4lb_service_untracked_total"};
+	    "dpflow_l4lb_service_untracked_total",
+	    "dpflow_l4lb_service_rescheduled_total"};
 	static const char *const shelp[] = {
 	    "packets of a service: dir fwd, reply (NAT) or icmp (relayed)",
 	    "bytes of a service by direction",
 	    "flows given a backend by Maglev",
-	    "packets forwarded without a connection entry (table full)"};
+	    "packets forwarded without a connection entry (table full)",
+	    "tracked flows moved off a backend gone down or removed"};
 	const struct l4lb *lb = arg;
 	uint64_t d[L4LB_DROP__COUNT];
 	struct l4lb_conn_stats cs;
@@ -424,15 +427,16 @@ void l4lb_metrics_render(void *arg, FILE *f)
 		if (cfg[s])
 			l4lb_service_stats(lb, s, &st[s]);
 	}
-	for (unsigned k = 0; k < 4; k++) {
+	for (unsigned k = 0; k < 5; k++) {
 		dpflow_metrics_put_help(f, snames[k], "counter", shelp[k]);
 		for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++) {
 			if (!cfg[s])
 				continue;
 			if (k >= 2) {
 				service_sample(f, snames[k], cfg[s]->name, NULL,
-					       k == 2 ? st[s].new_flows
-						      : st[s].untracked);
+					       k == 2	? st[s].new_flows
+					       : k == 3 ? st[s].untracked
+							: st[s].rescheduled);
 				continue;
 			}
 			for (unsigned dir = 0; dir < 3; dir++) {

@@ -635,7 +635,8 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 	id = l4lb_conn_lookup_inline(lb->conns, &w->key, w->h, now_ms, st_hit,
 				     &c);
 	if (id != L4LB_CONN_NONE && !backend_ok(v, &c, w->svc)) {
-		l4lb_conn_free(lb->conns, id); /* rescheduled */
+		l4lb_conn_free(lb->conns, id);
+		inc(&sh->svc[w->svc].rescheduled, at);
 		id = L4LB_CONN_NONE;
 	}
 	if (id != L4LB_CONN_NONE) {

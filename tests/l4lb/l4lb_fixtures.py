@@ -159,7 +159,8 @@ class Run:
 
 SVC_RE = re.compile(
     r"^l4lb service (\S+) (tcp|udp) (\S+):(\d+) (\w+): fwd (\d+) pkts (\d+) "
-    r"bytes, reply (\d+) pkts, icmp (\d+), new flows (\d+), untracked (\d+)$")
+    r"bytes, reply (\d+) pkts, icmp (\d+), new flows (\d+), untracked (\d+), "
+    r"rescheduled (\d+)$")
 BE_RE = re.compile(r"^  backend (\S+:\d+) weight (\d+) (up|down) slots (\d+): "
                    r"fwd (\d+) pkts, new flows (\d+)$")
 CONN_RE = re.compile(r"^l4lb connections: created (\d+), replaced (\d+), "
@@ -176,7 +177,8 @@ def parse_report(r, text):
             r.services[svc] = dict(
                 fwd=int(m.group(6)), fwd_bytes=int(m.group(7)),
                 reply=int(m.group(8)), icmp=int(m.group(9)),
-                new_flows=int(m.group(10)), untracked=int(m.group(11)))
+                new_flows=int(m.group(10)), untracked=int(m.group(11)),
+                rescheduled=int(m.group(12)))
             section = None
             continue
         m = BE_RE.match(line)

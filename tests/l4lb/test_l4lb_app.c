@@ -880,13 +880,19 @@ static unsigned send_replies(struct fx *f, uint32_t lo, uint32_t hi,
 	return f->n_outs;
 }
 
-static json_int_t svc_new_flows(struct fx *f)
+/* Counter @key ("new_flows", "rescheduled"...) of service web. */
+static json_int_t svc_count(struct fx *f, const char *key)
 {
 	json_t *s = services(f);
-	json_int_t n = j_int(svc_of(s, "web"), "new_flows");
+	json_int_t n = j_int(svc_of(s, "web"), key);
 
 	json_decref(s);
 	return n;
+}
+
+static json_int_t svc_new_flows(struct fx *f)
+{
+	return svc_count(f, "new_flows");
 }
 
 static uint64_t drop_count(struct fx *f, unsigned d)
@@ -933,6 +939,9 @@ static void metrics_match(struct fx *f)
 	cr_assert_eq(metric(text, "dpflow_l4lb_service_new_flows_total{"
 				  "service=\"web\"}"),
 		     (long long)st.new_flows);
+	cr_assert_eq(metric(text, "dpflow_l4lb_service_rescheduled_total{"
+				  "service=\"web\"}"),
+		     (long long)st.rescheduled);
 	for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
 		struct l4lb_backend_info bi;
 		char a[INET6_ADDRSTRLEN];
@@ -1152,6 +1161,8 @@ static void drain_and_remove(uint8_t mode)
 	    j_int(json_object_get(be_of(web, "10.0.0.2", 8080), "fwd"), "pkts"),
 	    3 * per[2]);
 	cr_assert_eq(j_int(web, "new_flows"), 2 * FLOWS);
+	cr_assert_eq(j_int(web, "rescheduled"), 0,
+		     "draining rescheduled flows");
 	json_decref(svcs);
 
 	/* remove 10.0.0.1: its flows move (to 10.0.0.3, the only backend
@@ -1190,6 +1201,9 @@ static void drain_and_remove(uint8_t mode)
 	web = svc_of(svcs, "web");
 	cr_assert_eq(j_int(web, "new_flows"), 2 * FLOWS + moved,
 		     "a flow was rescheduled that should not have been");
+	cr_assert_eq(j_int(web, "rescheduled"), moved,
+		     "rescheduled %lld, %u flows moved",
+		     (long long)j_int(web, "rescheduled"), moved);
 	json_decref(svcs);
 	fx_fini(&f);
 }
@@ -1787,6 +1801,9 @@ Test(l4lb_app, backend_id_reuse_reschedules)
 		     "removed backend; new flows %lld, expected %u)",
 		     back, FLOWS, old, (long long)svc_new_flows(&f),
 		     FLOWS + old);
+	cr_assert_eq(svc_count(&f, "rescheduled"), old,
+		     "rescheduled %lld, %u flows were on the removed backend",
+		     (long long)svc_count(&f, "rescheduled"), old);
 	fx_fini(&f);
 }
 

@@ -93,7 +93,8 @@ static void show(json_t *r)
 	{
 		printf(
 		    "%-12s %s %s:%llu %-4s fwd %llu pkts, reply %llu pkts, "
-		    "icmp %llu, new flows %llu, untracked %llu\n",
+		    "icmp %llu, new flows %llu, untracked %llu, rescheduled "
+		    "%llu\n",
 		    json_string_value(json_object_get(s, "name")),
 		    json_string_value(json_object_get(s, "proto")),
 		    json_string_value(json_object_get(s, "vip")),
@@ -104,7 +105,8 @@ static void show(json_t *r)
 					    "pkts"),
 		    (unsigned long long)num(json_object_get(s, "icmp"), "pkts"),
 		    (unsigned long long)num(s, "new_flows"),
-		    (unsigned long long)num(s, "untracked"));
+		    (unsigned long long)num(s, "untracked"),
+		    (unsigned long long)num(s, "rescheduled"));
 		json_array_foreach(json_object_get(s, "backends"), j, b)
 		{
 			const char *a =
