@@ -427,16 +427,18 @@ void l4lb_metrics_render(void *arg, FILE *f)
 		if (cfg[s])
 			l4lb_service_stats(lb, s, &st[s]);
 	}
-	for (unsigned k = 0; k < 5; k++) {
+	for (unsigned k = 0; k < DPFLOW_ARRAY_SIZE(snames); k++) {
 		dpflow_metrics_put_help(f, snames[k], "counter", shelp[k]);
 		for (int s = 0; s < (int)L4LB_SERVICES_MAX; s++) {
 			if (!cfg[s])
 				continue;
-			if (k >= 2) {
+			if (k >= 2) { /* one sample: snames[2...] in order */
+				const uint64_t one[] = {st[s].new_flows,
+							st[s].untracked,
+							st[s].rescheduled};
+
 				service_sample(f, snames[k], cfg[s]->name, NULL,
-					       k == 2	? st[s].new_flows
-					       : k == 3 ? st[s].untracked
-							: st[s].rescheduled);
+					       one[k - 2]);
 				continue;
 			}
 			for (unsigned dir = 0; dir < 3; dir++) {
@@ -468,7 +470,7 @@ void l4lb_metrics_render(void *arg, FILE *f)
 	    "1 when health checks pass",
 	    "the backend's weight (0: draining)",
 	    "Maglev table slots the backend holds"};
-	for (unsigned k = 0; k < 6; k++) {
+	for (unsigned k = 0; k < DPFLOW_ARRAY_SIZE(bnames); k++) {
 		dpflow_metrics_put_help(f, bnames[k], btypes[k], bhelp[k]);
 		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
 			struct l4lb_backend_info bi;

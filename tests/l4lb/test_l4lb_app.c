@@ -1779,6 +1779,7 @@ Test(l4lb_app, backend_id_reuse_reschedules)
 	static uint32_t be0[FLOWS], be[FLOWS];
 	static uint16_t sp0[FLOWS], sp[FLOWS];
 	unsigned old = 0, back;
+	json_int_t moved;
 	struct fx f;
 
 	fx_init(&f, 65536, 0);
@@ -1801,9 +1802,10 @@ Test(l4lb_app, backend_id_reuse_reschedules)
 		     "removed backend; new flows %lld, expected %u)",
 		     back, FLOWS, old, (long long)svc_new_flows(&f),
 		     FLOWS + old);
-	cr_assert_eq(svc_count(&f, "rescheduled"), old,
+	moved = svc_count(&f, "rescheduled");
+	cr_assert_eq(moved, old,
 		     "rescheduled %lld, %u flows were on the removed backend",
-		     (long long)svc_count(&f, "rescheduled"), old);
+		     (long long)moved, old);
 	fx_fini(&f);
 }
 

@@ -831,8 +831,10 @@ def main():
         connections += len(recs)
         allrecs += recs
         tk, td, tr = fo["t_kill"], fo["t_det"], fo["t_restart"]
-        # flows tracked to b2 when it went down: of requests begun before
-        may_move = sum(1 for r in recs if td is not None and r[0] < td)
+        # only a flow begun before b2 was marked down can be tracked to
+        # b2 and then moved off it: at most that many are rescheduled
+        may_move = sum(1 for r in recs if r[0] < td) if td is not None \
+            else 0
         lost = [r for r in recs if tk <= r[1] and (td is None or r[0] < td)
                 and not ok_rec(r)]
         pre = [r for r in fo["before"] if r[0] < tk and not ok_rec(r)]
