@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build dpflow with meson in its own directory and run every GPU test
 # (meson test --suite gpu), then the GPU benchmarks (meson benchmarks of
-# suite 'gpu') when there are any. Logs go to $OUT when set (else to
+# suite 'gpu', then `dpflow bench ... --target gpu`, building the dpflow
+# tool first; GPU_NO_BENCH=1 skips them). Logs go to $OUT when set (else to
 # BUILD/gpu-logs). The last line printed is "N passed, N failed".
 #
 #   tests/gpu/run.sh                 # build in build-gpu-run
@@ -126,11 +127,18 @@ fi
 
 # The GPU benchmarks (dpflow bench ... --target gpu), unless GPU_NO_BENCH:
 # each one's log in $LOG, its headline figures in the summary below.
+# A fresh tree builds the dpflow tool here (the GPU test programs above do
+# not need it); a failed build is a failed check, not a silent skip.
 DPFLOW=$B/tools/dpflow/dpflow
 : >"$LOG/gpu-bench-summary.txt"
+if [ -z "${GPU_NO_BENCH:-}" ] && [ -z "${GPU_NO_BUILD:-}" ]; then
+	echo "run.sh: building tools/dpflow/dpflow for the benchmarks"
+	ninja -C "$B" tools/dpflow/dpflow >>"$LOG/gpu-build.log" 2>&1 || {
+		grep -E "error|FAILED" "$LOG/gpu-build.log" | head -30
+		MISSING="$MISSING dpflow-tool"
+	}
+fi
 if [ -z "${GPU_NO_BENCH:-}" ] && [ -x "$DPFLOW" ]; then
-	[ -n "${GPU_NO_BUILD:-}" ] ||
-		ninja -C "$B" tools/dpflow/dpflow >>"$LOG/gpu-build.log" 2>&1
 	for b in "exact-1m --target gpu --trials 3" \
 		"acl-10k --target gpu --trials 3" \
 		"l4lb --target gpu --trials 2" \
@@ -167,6 +175,13 @@ try:
                               "gpu-bench-summary.txt")).read().strip()
 except OSError:
     bench = ""
+try:
+    env = open(os.path.join(os.path.dirname(sys.argv[1]),
+                            "gpu-env.txt")).read().splitlines()
+except OSError:
+    env = []
+gpus = [l for l in env[1:] if l.strip() and "," in l]
+print("gpu: " + (gpus[0] if gpus else "none found by nvidia-smi"))
 if bench:
     print(bench)
 passed = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
