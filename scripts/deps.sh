@@ -9,10 +9,11 @@ set -eu
 
 # libdpdk-dev: the dpdk: port (lib/io/port_dpdk.c), which `make test` checks
 # on virtual devices (tests/dpdk), and the benchmarks' DPDK peers.
+# graphviz: dot, for `dpflowctl dump --dot | dot -Tsvg > graph.svg`.
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
 libcriterion-dev libpcap-dev liburcu-dev libyaml-dev libjansson-dev
 libmicrohttpd-dev libxdp-dev libbpf-dev tshark python3 python3-scapy curl
-libdpdk-dev"
+libdpdk-dev graphviz"
 
 missing=""
 for p in $PKGS; do

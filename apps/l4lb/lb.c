@@ -176,6 +176,43 @@ static bool addr_set(const struct l4lb_addr *a)
 	return memcmp(a->b, zero, 16) != 0;
 }
 
+/*
+ * Ids given to a new service or backend are free in the edited view and
+ * in the published one: data threads count into a shard slot by id only
+ * while the id is used in a view they read, and the commit that
+ * published its removal waited for them to leave the older views, so no
+ * data thread writes the counters of an id that can be given out, and
+ * they can be zeroed for the new owner (which starts at zero, not at
+ * what the id's last owner counted).
+ */
+static void service_counters_zero(struct l4lb *lb, unsigned id)
+{
+	for (unsigned t = 0; t < DPFLOW_THREAD_SHARDS; t++) {
+		struct l4lb_service_stats *x = &lb->shards[t].svc[id];
+
+		__atomic_store_n(&x->fwd.pkts, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&x->fwd.bytes, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&x->reply.pkts, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&x->reply.bytes, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&x->icmp.pkts, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&x->icmp.bytes, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&x->new_flows, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&x->untracked, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&x->rescheduled, 0, __ATOMIC_RELAXED);
+	}
+}
+
+static void backend_counters_zero(struct l4lb *lb, unsigned id)
+{
+	for (unsigned t = 0; t < DPFLOW_THREAD_SHARDS; t++) {
+		struct lb_shard *sh = &lb->shards[t];
+
+		__atomic_store_n(&sh->be_fwd[id].pkts, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&sh->be_fwd[id].bytes, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&sh->be_new[id], 0, __ATOMIC_RELAXED);
+	}
+}
+
 int l4lb_service_find(const struct l4lb *lb, const char *name)
 {
 	const struct lb_view *v = cur(lb);
@@ -236,12 +273,15 @@ int l4lb_service_add(struct l4lb *lb, const struct l4lb_service_cfg *s,
 	v = edit(lb, err);
 	if (!v)
 		return -ENOMEM;
-	for (id = 0; id < L4LB_SERVICES_MAX && v->svc[id].used; id++)
+	for (id = 0; id < L4LB_SERVICES_MAX &&
+		     (v->svc[id].used || lb->view->svc[id].used);
+	     id++)
 		;
 	if (id == L4LB_SERVICES_MAX)
 		return dpflow_error_set(err, ENOSPC, "services",
 					"at most %u services",
 					L4LB_SERVICES_MAX);
+	service_counters_zero(lb, id);
 	memset(&v->svc[id], 0, sizeof(v->svc[id]));
 	v->svc[id].used = true;
 	v->svc[id].cfg = *s;
@@ -311,12 +351,15 @@ int l4lb_backend_add(struct l4lb *lb, int svc, const struct l4lb_backend_cfg *b,
 	v = edit(lb, err);
 	if (!v)
 		return -ENOMEM;
-	for (id = 0; id < L4LB_BACKENDS_MAX && v->be[id].used; id++)
+	for (id = 0; id < L4LB_BACKENDS_MAX &&
+		     (v->be[id].used || lb->view->be[id].used);
+	     id++)
 		;
 	if (id == L4LB_BACKENDS_MAX)
 		return dpflow_error_set(err, ENOSPC, "backends",
 					"at most %u backends",
 					L4LB_BACKENDS_MAX);
+	backend_counters_zero(lb, id);
 	memset(&v->be[id], 0, sizeof(v->be[id]));
 	v->be[id].used = true;
 	v->be[id].up = true;
@@ -380,7 +423,9 @@ int l4lb_backend_set_up(struct l4lb *lb, uint32_t id, bool up,
 	return rc;
 }
 
-/* Maglev name of a backend: "addr:port" (stable across instances). */
+/* Maglev name of a backend: "addr:port" (stable across instances and
+ * versions, so never the bracketed text of lb_endpoint_str(): it would
+ * move the flows of IPv6 backends). */
 static void backend_name(const struct lb_backend *b, char *out, size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
@@ -388,6 +433,15 @@ static void backend_name(const struct lb_backend *b, char *out, size_t len)
 	inet_ntop(b->cfg.addr.v6 ? AF_INET6 : AF_INET, b->cfg.addr.b, a,
 		  sizeof(a));
 	snprintf(out, len, "%s:%u", a, b->cfg.port);
+}
+
+void lb_endpoint_str(const struct l4lb_addr *a, uint16_t port,
+		     char out[LB_ENDPOINT_LEN])
+{
+	char s[INET6_ADDRSTRLEN];
+
+	inet_ntop(a->v6 ? AF_INET6 : AF_INET, a->b, s, sizeof(s));
+	snprintf(out, LB_ENDPOINT_LEN, a->v6 ? "[%s]:%u" : "%s:%u", s, port);
 }
 
 /* Rebuild service @s's Maglev table in @v (a new allocation). */
@@ -622,19 +676,18 @@ void l4lb_print(const struct l4lb *lb, FILE *f)
 	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
 		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, (int)s);
 		struct l4lb_service_stats st;
-		char a[INET6_ADDRSTRLEN];
+		char a[LB_ENDPOINT_LEN];
 
 		if (!c)
 			continue;
 		l4lb_service_stats(lb, (int)s, &st);
-		inet_ntop(c->vip.v6 ? AF_INET6 : AF_INET, c->vip.b, a,
-			  sizeof(a));
+		lb_endpoint_str(&c->vip, c->port, a);
 		fprintf(f,
-			"l4lb service %s %s %s:%u %s: fwd %" PRIu64
+			"l4lb service %s %s %s %s: fwd %" PRIu64
 			" pkts %" PRIu64 " bytes, reply %" PRIu64
 			" pkts, icmp %" PRIu64 ", new flows %" PRIu64
 			", untracked %" PRIu64 ", rescheduled %" PRIu64 "\n",
-			c->name, c->proto == 6 ? "tcp" : "udp", a, c->port,
+			c->name, c->proto == 6 ? "tcp" : "udp", a,
 			l4lb_mode_name(c->mode), st.fwd.pkts, st.fwd.bytes,
 			st.reply.pkts, st.icmp.pkts, st.new_flows, st.untracked,
 			st.rescheduled);
@@ -643,15 +696,13 @@ void l4lb_print(const struct l4lb *lb, FILE *f)
 
 			if (l4lb_backend_info(lb, b, &bi) || bi.service != s)
 				continue;
-			inet_ntop(bi.cfg.addr.v6 ? AF_INET6 : AF_INET,
-				  bi.cfg.addr.b, a, sizeof(a));
+			lb_endpoint_str(&bi.cfg.addr, bi.cfg.port, a);
 			fprintf(f,
-				"  backend %s:%u weight %" PRIu32
+				"  backend %s weight %" PRIu32
 				" %s slots %" PRIu32 ": fwd %" PRIu64
 				" pkts, new flows %" PRIu64 "\n",
-				a, bi.cfg.port, bi.cfg.weight,
-				bi.up ? "up" : "down", bi.slots, bi.fwd.pkts,
-				bi.new_flows);
+				a, bi.cfg.weight, bi.up ? "up" : "down",
+				bi.slots, bi.fwd.pkts, bi.new_flows);
 		}
 	}
 	l4lb_conn_stats_get(lb->conns, &cs);

@@ -193,10 +193,13 @@ static int backend_of(struct l4lb *lb, json_t *in, struct dpflow_error *err)
 						"'port' is 0..65535");
 	}
 	id = l4lb_backend_find(lb, svc, &addr, (uint16_t)p);
-	if (id < 0)
+	if (id < 0) {
+		char ep[LB_ENDPOINT_LEN];
+
+		lb_endpoint_str(&addr, (uint16_t)p, ep);
 		return dpflow_error_set(err, ENOENT, "addr",
-					"no backend %s:%d in that service", a,
-					(int)p);
+					"no backend %s in that service", ep);
+	}
 	return id;
 }
 
@@ -390,15 +393,12 @@ static void service_sample(FILE *f, const char *name, const char *svc,
 static void backend_sample(FILE *f, const char *name, const char *svc,
 			   const struct l4lb_backend_info *bi, uint64_t v)
 {
-	char a[INET6_ADDRSTRLEN];
+	char a[LB_ENDPOINT_LEN];
 
-	inet_ntop(bi->cfg.addr.v6 ? AF_INET6 : AF_INET, bi->cfg.addr.b, a,
-		  sizeof(a));
+	lb_endpoint_str(&bi->cfg.addr, bi->cfg.port, a);
 	fprintf(f, "%s{service=\"", name);
 	dpflow_metrics_put_label(f, svc);
-	fprintf(f, "\",backend=\"%s%s%s:%u\"} %llu\n",
-		bi->cfg.addr.v6 ? "[" : "", a, bi->cfg.addr.v6 ? "]" : "",
-		bi->cfg.port, (unsigned long long)v);
+	fprintf(f, "\",backend=\"%s\"} %llu\n", a, (unsigned long long)v);
 }
 
 void l4lb_metrics_render(void *arg, FILE *f)

@@ -166,12 +166,11 @@ static int check_step(const struct lb_service *s, const struct lb_backend *b,
 static void log_flip(const struct lb_service *s, const struct lb_backend *b,
 		     bool up)
 {
-	char a[64];
+	char a[LB_ENDPOINT_LEN];
 
-	inet_ntop(b->cfg.addr.v6 ? AF_INET6 : AF_INET, b->cfg.addr.b, a,
-		  sizeof(a));
-	DPFLOW_LOG_INFO("l4lb", "service %s: backend %s:%u %s", s->cfg.name, a,
-			b->cfg.port, up ? "up" : "down");
+	lb_endpoint_str(&b->cfg.addr, b->cfg.port, a);
+	DPFLOW_LOG_INFO("l4lb", "service %s: backend %s %s", s->cfg.name, a,
+			up ? "up" : "down");
 }
 
 /* Count a result; true when the backend's state flips. */

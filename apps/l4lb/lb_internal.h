@@ -82,6 +82,13 @@ void lb_health_reset(struct l4lb *lb, uint32_t id);
 void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,
 		       const uint8_t src_mac[6]);
 
+/* "ADDR:PORT" as operators read it, "[ADDR]:PORT" for IPv6 (exit report,
+ * dpflowctl replies, metrics labels, logs); LB_ENDPOINT_LEN bytes hold
+ * any (INET6_ADDRSTRLEN, brackets, colon, five digits). */
+#define LB_ENDPOINT_LEN 56
+void lb_endpoint_str(const struct l4lb_addr *a, uint16_t port,
+		     char out[LB_ENDPOINT_LEN]);
+
 /* Hash of (address, proto, port) into the service tables. */
 uint32_t lb_svc_hash(const uint8_t addr[16], uint8_t v6, uint8_t proto,
 		     uint16_t port);

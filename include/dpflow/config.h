@@ -9,6 +9,8 @@
 #ifndef DPFLOW_CONFIG_H
 #define DPFLOW_CONFIG_H
 
+#include <stdio.h>
+
 #include "dpflow/error.h"
 #include "dpflow/flow.h"
 
@@ -29,6 +31,14 @@ struct dpflow_config_opts {
 	/* handlers registered on the context before pipes are made */
 	const struct dpflow_handler_def *handlers;
 	unsigned n_handlers;
+	/*
+	 * Check only (`dpflow validate`): every port URI is checked and
+	 * registered as a placeholder that opens nothing (no file created,
+	 * truncated or read past its header, no socket, no interface
+	 * touched; dpflow_port_open_check() in port.h), so pipes and entries
+	 * load as they would for a run. The context cannot run packets.
+	 */
+	bool check_only;
 };
 
 struct dpflow_ctx *dpflow_config_load(const char *path,
@@ -59,6 +69,15 @@ int dpflow_config_parse_entry(struct dpflow_ctx *ctx,
 			      size_t len, const char *path, unsigned flags,
 			      struct dpflow_entry_cfg *e,
 			      struct dpflow_error *err);
+
+/*
+ * Write what context @ctx would run to @out, in config syntax where there
+ * is one: its ports (name, kind, URI), then each pipe (type, root port,
+ * match template, action templates, monitor, forwarding and miss) with
+ * its entries, one JSON line each as `dpflowctl entries list` prints
+ * them. For `dpflow validate`. Returns 0, or -ENOMEM. Control thread only.
+ */
+int dpflow_config_describe(struct dpflow_ctx *ctx, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -60,13 +60,23 @@ struct dpflow_ctl_hooks { /* all optional */
 /*
  * A control endpoint for @ctx listening on Unix socket @path (a stale
  * socket file there is replaced; a live one is an error, field "path";
- * the parent directory is created, mode 0700, when missing). @path NULL:
+ * missing parent directories are created, mode 0700). @path NULL:
  * no socket, for dpflow_ctl_handle() alone. @hooks may be NULL; it is
  * copied. Returns NULL + @err on error.
  */
 struct dpflow_ctl *dpflow_ctl_open(struct dpflow_ctx *ctx, const char *path,
 				   const struct dpflow_ctl_hooks *hooks,
 				   struct dpflow_error *err);
+
+/*
+ * Check, before anything else starts, that a control socket can be served
+ * at @path: the path fits a socket address, missing parent directories
+ * are made (mode 0700), and nothing is there but a stale socket (one
+ * that no server answers; dpflow_ctl_open() replaces it). A live socket
+ * (another instance) or another kind of file is refused. 0, or a
+ * negative errno with @err (field "path").
+ */
+int dpflow_ctl_check_path(const char *path, struct dpflow_error *err);
 
 /* A descriptor that polls readable when serving has work (an epoll set
  * of the socket and its connections); -1 without a socket. */

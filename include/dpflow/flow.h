@@ -58,15 +58,29 @@ struct dpflow_ctx_params {
 	uint32_t rss_queue_size;  /* packets per queue, power of 2; 0: 4096 */
 	uint32_t shared_counters; /* shared counters, ids 1..N */
 	uint32_t shared_meters;	  /* shared meters, ids 1..N */
+	/* check only: ports are placeholders that open nothing
+	 * (dpflow_port_open_check), for `dpflow validate` */
+	bool check_only;
 };
 
 struct dpflow_ctx *dpflow_ctx_create(const struct dpflow_ctx_params *p,
 				     struct dpflow_error *err);
 /* Close ports, destroy pipes and entries, free the pool. NULL ok. */
 void dpflow_ctx_destroy(struct dpflow_ctx *ctx);
+/*
+ * Discard the outputs of every port (dpflow_port_discard): for an owner
+ * whose run failed or never started; dpflow_ctx_destroy() then leaves
+ * every existing file as it was. NULL ok.
+ */
+void dpflow_ctx_discard(struct dpflow_ctx *ctx);
 struct dpflow_pool *dpflow_ctx_pool(struct dpflow_ctx *ctx);
 
-/* Open a port (port.h URI) under @name. Returns its id (>= 0) or -errno. */
+/*
+ * Open a port (port.h URI) under @name. Returns its id (>= 0) or -errno.
+ * A port that would write a file another port reads or writes, or read
+ * one another writes (paths resolved: dpflow_port_path), is refused
+ * (field "uri", both ports named).
+ */
 int dpflow_ctx_port_add(struct dpflow_ctx *ctx, const char *name,
 			const char *uri, struct dpflow_error *err);
 int dpflow_ctx_port_find(const struct dpflow_ctx *ctx, const char *name);
@@ -295,8 +309,12 @@ struct dpflow_ct_cfg {
 			     connection's value back in it */
 	uint8_t user_reg; /* 0..3 */
 	uint32_t timeout_ms[16]; /* per state (meta.ct_state values); 0:
-				    the default (Linux's) */
+				    the default (Linux's);
+				    DPFLOW_CT_TIMEOUT_NEVER: never */
 };
+
+/* dpflow_ct_cfg.timeout_ms: the state's connections never expire. */
+#define DPFLOW_CT_TIMEOUT_NEVER UINT32_MAX
 
 struct dpflow_pipe_cfg {
 	const char *name;
@@ -410,6 +428,13 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 
 int dpflow_entry_counter(const struct dpflow_entry *e,
 			 struct dpflow_counter *c);
+/*
+ * The entry's id: stable for the entry's life, unlike its slot. Ids of a
+ * pipe count up from 0 in the order entries are queued; an update's new
+ * entry keeps the id (and the counter) of the entry it replaces; an id is
+ * never given to another entry of the pipe while the context lives.
+ */
+uint64_t dpflow_entry_id(const struct dpflow_entry *e);
 unsigned dpflow_pipe_entry_count(const struct dpflow_pipe *pipe);
 
 /* Pipes of a context in creation order, and entries of a pipe by slot

@@ -66,8 +66,51 @@ struct dpflow_port_stats {
 struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool, const char *uri,
 				     struct dpflow_error *err);
 
-/* Flush pending output and close. NULL ok. */
+/*
+ * Check @uri as dpflow_port_open() would, opening nothing: the kind is
+ * known and every key is read by the backend's own parser (open's
+ * messages); pcap: the rx file readable as a capture, the tx path writable
+ * (nothing created or truncated); afpacket, afxdp: the interface exists;
+ * gen: its packets fit the pool; null, ring, dpdk: the keys only (the
+ * backend's check op, docs/ports.md). A kind whose backend has no check op
+ * is refused (ENOTSUP, field "kind"). Returns a placeholder port of the same
+ * kind and name that never receives or transmits (its counters stay 0;
+ * close it with dpflow_port_close()), or NULL + @err with open's message.
+ * Control path.
+ */
+struct dpflow_port *dpflow_port_open_check(struct dpflow_pool *pool,
+					   const char *uri,
+					   struct dpflow_error *err);
+
+/*
+ * Flush pending output and close. NULL ok. A pcap port's output goes to a
+ * temporary file beside its target, renamed onto the target here (unless
+ * it was discarded or a write failed: then the target is left as it was).
+ */
 void dpflow_port_close(struct dpflow_port *port);
+
+/*
+ * The end of a run (no data-path call in flight): flush pending output and
+ * report the first error the port met, on either side: a capture
+ * unreadable or cut short (the message names the file and the packet,
+ * counted from 1), a failed write (the file and the reason). 0, or a
+ * negative errno with @err filled (field "rx" or "tx"). NULL ok (0).
+ */
+int dpflow_port_finish(struct dpflow_port *port, struct dpflow_error *err);
+
+/*
+ * Discard what the port would leave behind at close: a pcap port removes
+ * its temporary output and leaves an existing target byte for byte as it
+ * was. For an owner whose run failed or never started. NULL ok.
+ */
+void dpflow_port_discard(struct dpflow_port *port);
+
+/*
+ * The file the port reads (@tx false) or writes, resolved through ./, ..
+ * and symlinks; NULL when it has none (not a file backend) or the file is
+ * a device or FIFO. Valid while the port is open.
+ */
+const char *dpflow_port_path(const struct dpflow_port *port, bool tx);
 
 /*
  * Receive up to @n (<= DPFLOW_BURST_MAX; larger is clamped) packets into

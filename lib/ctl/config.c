@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ctl/config_internal.h"
+#include "ctl/ctl_internal.h"
 #include "ctl/field_value.h"
 
 int cfg_parse_port_ref(struct loader *L, const struct ynode *x, uint16_t *port)
@@ -166,8 +168,10 @@ static int parse_match(struct loader *L, const struct ynode *x,
 	if (!y_is_seq(x))
 		return yerr(&L->d, x, EINVAL, "expected a list of fields");
 	if (y_len(x) > DPFLOW_MATCH_FIELDS_MAX)
-		return yerr(&L->d, x, EINVAL, "at most %d match fields",
-			    DPFLOW_MATCH_FIELDS_MAX);
+		return yerr(&L->d, x, EINVAL,
+			    "%u match fields: a pipe has at most %d "
+			    "(docs/config.md, Limits)",
+			    y_len(x), DPFLOW_MATCH_FIELDS_MAX);
 	m->n = (uint8_t)y_len(x);
 	for (unsigned i = 0; i < m->n; i++) {
 		struct dpflow_match_field *f = &m->f[i];
@@ -403,23 +407,43 @@ static int parse_entry_match(struct loader *L,
 	return 0;
 }
 
-/* Per-entry action values, by position in the entry's template. */
+/*
+ * Per-entry action values, by position in the entry's template: item i
+ * goes with action i; a constant action's item is null, and items past
+ * the template's actions are refused.
+ */
 static int parse_entry_values(struct loader *L,
 			      const struct dpflow_pipe_cfg *cfg,
 			      const struct ynode *x, struct dpflow_entry_cfg *e)
 {
 	const struct dpflow_action_tmpl *t = &cfg->actions[e->action_tmpl];
-	struct ynode v;
+	struct ynode v, it;
 	bool have = y_get(&L->d, x, "values", &v), encap = false;
 
+	if (have && !cfg->n_action_tmpls)
+		return yerr(&L->d, &v, EINVAL,
+			    "pipe '%s' has no action templates to take values",
+			    cfg->name);
 	if (have && !y_is_seq(&v))
 		return yerr(&L->d, &v, EINVAL,
 			    "expected a list of action values");
+	if (have && y_len(&v) > t->n) {
+		y_item(&L->d, &v, t->n, &it);
+		return yerr(&L->d, &it, EINVAL,
+			    "surplus item: action template %u has %u actions",
+			    e->action_tmpl, t->n);
+	}
 	for (unsigned i = 0; i < t->n; i++) {
-		struct ynode it;
-
-		if (!t->a[i].per_entry)
+		if (!t->a[i].per_entry) {
+			if (have && y_item(&L->d, &v, i, &it) &&
+			    !y_is_null(&it))
+				return yerr(&L->d, &it, EINVAL,
+					    "action %u ('%s') takes no value "
+					    "from the entry: write null",
+					    i,
+					    dpflow_action_name(t->a[i].kind));
 			continue;
+		}
 		if (!have || !y_item(&L->d, &v, i, &it))
 			return yerr(&L->d, x, EINVAL,
 				    "action %u ('%s') takes its value from the "
@@ -477,6 +501,13 @@ static int parse_entry_key(struct loader *L, const struct dpflow_pipe_cfg *cfg,
 		CHECK(parse_entry_match(L, cfg, x, e));
 	}
 	if (y_get(&L->d, x, "priority", &v)) {
+		if (cfg->type != DPFLOW_PIPE_CONTROL &&
+		    cfg->type != DPFLOW_PIPE_ACL)
+			return yerr(&L->d, &v, EINVAL,
+				    "%s %s pipe's entries have no priority "
+				    "(control and acl pipes have)",
+				    cfg->type == DPFLOW_PIPE_LPM ? "an" : "a",
+				    dpflow_pipe_type_name(cfg->type));
 		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
 		e->priority = (uint32_t)n;
 	}
@@ -492,15 +523,20 @@ static int parse_entry(struct loader *L, const struct dpflow_pipe_cfg *cfg,
 
 	CHECK(parse_entry_key(L, cfg, x, e));
 	if (y_get(&L->d, x, "action", &v)) {
-		CHECK(y_u64(&L->d, &v, DPFLOW_ACTION_TMPLS_MAX - 1, &n));
+		if (!cfg->n_action_tmpls)
+			return yerr(&L->d, &v, EINVAL,
+				    "pipe '%s' has no action templates",
+				    cfg->name);
+		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
 		if (n >= cfg->n_action_tmpls)
 			return yerr(&L->d, &v, EINVAL,
-				    "pipe '%s' has %u action templates",
-				    cfg->name, cfg->n_action_tmpls);
+				    "pipe '%s' has %u action templates "
+				    "(0..%u)",
+				    cfg->name, cfg->n_action_tmpls,
+				    cfg->n_action_tmpls - 1u);
 		e->action_tmpl = (uint8_t)n;
 	}
-	if (cfg->n_action_tmpls)
-		CHECK(parse_entry_values(L, cfg, x, e));
+	CHECK(parse_entry_values(L, cfg, x, e));
 	if (y_get(&L->d, x, "fwd", &v)) {
 		if (cfg->fwd.kind != DPFLOW_FWD_PER_ENTRY)
 			return yerr(&L->d, &v, EINVAL,
@@ -529,11 +565,77 @@ static void entry_status(struct dpflow_entry *e, int status,
 	}
 }
 
+/* The hash of an entry's identity: its canonical match and priority. */
+static uint32_t entry_hash(const uint8_t *c, unsigned len, uint32_t prio)
+{
+	uint32_t h = 2166136261u ^ prio;
+
+	for (unsigned i = 0; i < len; i++)
+		h = (h ^ c[i]) * 16777619u;
+	return h;
+}
+
+/*
+ * Refuse an entry of @pipe identical to an earlier one of the file: the
+ * same match (ctl_entry_canon) and, where the type has priorities, the
+ * same priority. @ents and @at: the pipe's @n queued entries and their
+ * nodes. Hash pipes are left to the engine ("slot N already has an
+ * entry").
+ */
+static int check_identical(struct loader *L, const struct dpflow_pipe *pipe,
+			   struct dpflow_entry *const *ents,
+			   const struct ynode *at, unsigned n)
+{
+	const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
+	bool prio =
+	    cfg->type == DPFLOW_PIPE_CONTROL || cfg->type == DPFLOW_PIPE_ACL;
+	uint8_t a[CTL_CANON_MAX], b[CTL_CANON_MAX];
+	size_t cap = 16;
+	uint32_t *tab;
+	int rc = 0;
+
+	if (cfg->type == DPFLOW_PIPE_HASH || n < 2)
+		return 0;
+	while (cap < 2 * (size_t)n)
+		cap *= 2;
+	tab = malloc(cap * sizeof(*tab));
+	if (!tab)
+		return yerr(&L->d, NULL, ENOMEM, "out of memory");
+	memset(tab, 0xff, cap * sizeof(*tab));
+	for (unsigned k = 0; k < n && !rc; k++) {
+		const struct dpflow_entry_cfg *ek = dpflow_entry_cfg(ents[k]);
+		uint32_t pk = prio ? ek->priority : 0;
+		unsigned len = ctl_entry_canon(pipe, ek, a);
+		size_t h = entry_hash(a, len, pk) & (cap - 1);
+
+		for (; tab[h] != UINT32_MAX && !rc; h = (h + 1) & (cap - 1)) {
+			const struct dpflow_entry_cfg *ej =
+			    dpflow_entry_cfg(ents[tab[h]]);
+			const struct ynode *j = &at[tab[h]];
+
+			if ((prio && ej->priority != pk) ||
+			    ctl_entry_canon(pipe, ej, b) != len ||
+			    memcmp(a, b, len))
+				continue;
+			rc = yerr(&L->d, &at[k], EEXIST,
+				  "an entry with this match%s exists: "
+				  "entries[%u] (line %lu)",
+				  prio ? " and priority" : "", tab[h],
+				  (unsigned long)j->n->start_mark.line + 1);
+		}
+		tab[h] = k;
+	}
+	free(tab);
+	return rc;
+}
+
 static int load_entries(struct loader *L, const struct ynode *pipes)
 {
 	void **users;
+	struct dpflow_entry **queued;
 	unsigned total = 0, u = 0;
 	struct dpflow_error e = {0};
+	int rc = 0;
 
 	for (unsigned i = 0; i < y_len(pipes); i++) {
 		struct ynode p, ents;
@@ -546,14 +648,17 @@ static int load_entries(struct loader *L, const struct ynode *pipes)
 		return 0;
 	L->entry_at = calloc(total, sizeof(*L->entry_at));
 	users = calloc(2 * (size_t)total, sizeof(void *));
-	if (!L->entry_at || !users) {
+	queued = calloc(total, sizeof(*queued));
+	if (!L->entry_at || !users || !queued) {
 		free(users);
+		free(queued);
 		return yerr(&L->d, NULL, ENOMEM, "out of memory");
 	}
-	for (unsigned i = 0; i < y_len(pipes); i++) {
+	for (unsigned i = 0; i < y_len(pipes) && !rc; i++) {
 		struct ynode p, ents, name;
 		struct dpflow_pipe_cfg cfg;
 		struct dpflow_pipe *pipe;
+		unsigned u0 = u;
 
 		y_item(&L->d, pipes, i, &p);
 		if (!y_get(&L->d, &p, "entries", &ents))
@@ -561,35 +666,39 @@ static int load_entries(struct loader *L, const struct ynode *pipes)
 		y_get(&L->d, &p, "name", &name);
 		pipe = dpflow_pipe_find(L->ctx, y_str(&name));
 		if (!y_is_seq(&ents)) {
-			free(users);
-			return yerr(&L->d, &ents, EINVAL,
-				    "expected a list of entries");
+			rc = yerr(&L->d, &ents, EINVAL,
+				  "expected a list of entries");
+			break;
 		}
 		/* the pipe's config as parsed, for its templates */
 		if (parse_pipe(L, &p, &cfg)) {
-			free(users);
-			return -(L->d.err ? L->d.err->code : EINVAL);
+			rc = -(L->d.err ? L->d.err->code : EINVAL);
+			break;
 		}
-		for (unsigned k = 0; k < y_len(&ents); k++, u++) {
+		for (unsigned k = 0; k < y_len(&ents) && !rc; k++, u++) {
 			struct dpflow_entry_cfg ec;
 			struct ynode it;
-			int rc;
 
 			y_item(&L->d, &ents, k, &it);
 			L->entry_at[u] = it;
 			rc = parse_entry(L, &cfg, &it, &ec);
-			if (rc) {
-				free(users);
-				return rc;
-			}
+			if (rc)
+				break;
 			users[2 * u] = L;
 			users[2 * u + 1] = &L->entry_at[u];
-			if (!dpflow_entry_add(L->q, pipe, &ec, &users[2 * u],
-					      &e)) {
-				free(users);
-				return yerr(&L->d, &it, e.code, "%s", e.msg);
-			}
+			queued[u] = dpflow_entry_add(L->q, pipe, &ec,
+						     &users[2 * u], &e);
+			if (!queued[u])
+				rc = yerr(&L->d, &it, e.code, "%s", e.msg);
 		}
+		if (!rc)
+			rc = check_identical(L, pipe, queued + u0,
+					     L->entry_at + u0, u - u0);
+	}
+	free(queued);
+	if (rc) {
+		free(users);
+		return rc;
 	}
 	L->batch_rc = 0;
 	dpflow_entries_process(L->q, entry_status, &e);
@@ -597,46 +706,154 @@ static int load_entries(struct loader *L, const struct ynode *pipes)
 	return L->batch_rc;
 }
 
+/* Forwarding of a pipe that may name another: fwd, miss, colour fwd. */
+#define PIPE_DEPS 4
+
+/*
+ * The pipe that forwarding @d (0..PIPE_DEPS-1) of pipe @p names (NULL:
+ * none), its node in @at.
+ */
+static const char *dep_pipe(struct loader *L, const struct ynode *p, unsigned d,
+			    struct ynode *at)
+{
+	static const char *const deps[PIPE_DEPS] = {"fwd", "miss", "yellow",
+						    "red"};
+	struct ynode cf, f;
+
+	if (d >= 2 && !y_get(&L->d, p, "color_fwd", &cf))
+		return NULL;
+	if (!y_get(&L->d, d < 2 ? p : &cf, deps[d], &f) ||
+	    !y_get(&L->d, &f, "pipe", at))
+		return NULL;
+	return y_str(at);
+}
+
+/* The position of the pipe named @name in the list @pipes, else -1. */
+static int pipe_pos(struct loader *L, const struct ynode *pipes,
+		    const char *name)
+{
+	for (unsigned i = 0; i < y_len(pipes); i++) {
+		struct ynode p, v;
+
+		if (y_item(&L->d, pipes, i, &p) &&
+		    y_get(&L->d, &p, "name", &v) && y_str(&v) &&
+		    !strcmp(y_str(&v), name))
+			return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * No pipe left (@made false) can be created: one names a pipe the config
+ * lacks ("pipe 'x' does not exist"), or they wait for each other ("pipe
+ * 'x' makes a loop (x -> y -> x)", at the forwarding that closes it).
+ */
+static int pipes_stuck(struct loader *L, const struct ynode *pipes,
+		       const bool *made)
+{
+	unsigned n = y_len(pipes), len = 0, at = 0;
+	unsigned *path = calloc(n + 1, sizeof(*path));
+	struct ynode p, t, *via = calloc(n + 1, sizeof(*via));
+	char chain[DPFLOW_ERROR_MSG_MAX / 2] = "";
+	size_t c = 0;
+	int rc;
+
+	if (!path || !via) {
+		free(path);
+		free(via);
+		return yerr(&L->d, NULL, ENOMEM, "out of memory");
+	}
+	for (unsigned i = 0; i < n; i++) {
+		y_item(&L->d, pipes, i, &p);
+		for (unsigned d = 0; !made[i] && d < PIPE_DEPS; d++) {
+			const char *name = dep_pipe(L, &p, d, &t);
+
+			if (name && pipe_pos(L, pipes, name) < 0) {
+				free(path);
+				free(via);
+				return yerr(&L->d, &t, ENOENT,
+					    "pipe '%s' does not exist", name);
+			}
+		}
+	}
+	/* every waiting pipe waits for another waiting one: walk until a
+	 * pipe comes again */
+	for (unsigned i = 0; i < n; i++)
+		if (!made[i]) {
+			path[len++] = i;
+			break;
+		}
+	for (;;) {
+		int next = -1;
+
+		y_item(&L->d, pipes, path[len - 1], &p);
+		for (unsigned d = 0; next < 0 && d < PIPE_DEPS; d++) {
+			const char *name = dep_pipe(L, &p, d, &t);
+			int k = name ? pipe_pos(L, pipes, name) : -1;
+
+			if (k >= 0 && !made[k]) {
+				next = k;
+				via[len - 1] = t;
+			}
+		}
+		if (next < 0) /* cannot be: it would have been created */
+			next = (int)path[len - 1];
+		for (at = 0; at < len && path[at] != (unsigned)next; at++)
+			;
+		path[len++] = (unsigned)next;
+		if (at < len - 1 || len > n)
+			break;
+	}
+	for (unsigned k = at; k < len && c < sizeof(chain); k++) {
+		struct ynode name;
+
+		y_item(&L->d, pipes, path[k], &p);
+		y_get(&L->d, &p, "name", &name);
+		c += (size_t)snprintf(chain + c, sizeof(chain) - c, "%s%s",
+				      k > at ? " -> " : "", y_str(&name));
+	}
+	y_item(&L->d, pipes, path[at], &p);
+	y_get(&L->d, &p, "name", &t);
+	rc = yerr(&L->d, &via[at], ELOOP, "pipe '%s' makes a loop (%s)",
+		  y_str(&t), chain);
+	free(path);
+	free(via);
+	return rc;
+}
+
 /* Create the pipes in an order where forwarding targets come first. */
 static int load_pipes(struct loader *L, const struct ynode *pipes)
 {
 	unsigned n = y_len(pipes), done = 0;
 	bool *made;
+	int rc = 0;
 
 	if (!y_is_seq(pipes))
 		return yerr(&L->d, pipes, EINVAL, "expected a list of pipes");
 	made = calloc(n ? n : 1, sizeof(*made));
 	if (!made)
 		return yerr(&L->d, NULL, ENOMEM, "out of memory");
-	while (done < n) {
+	while (done < n && !rc) {
 		unsigned before = done;
 
-		for (unsigned i = 0; i < n; i++) {
-			struct ynode p, f;
+		for (unsigned i = 0; i < n && !rc; i++) {
+			struct ynode p, t;
 			struct dpflow_pipe_cfg cfg;
 			struct dpflow_error e = {0};
 			bool ready = true;
-			const char *deps[4] = {"fwd", "miss", "yellow", "red"};
-			struct ynode cf;
-			bool has_cf;
 
 			if (made[i])
 				continue;
 			y_item(&L->d, pipes, i, &p);
 			if (!y_is_map(&p)) {
-				free(made);
-				return yerr(&L->d, &p, EINVAL,
-					    "a pipe is a mapping");
+				rc = yerr(&L->d, &p, EINVAL,
+					  "a pipe is a mapping");
+				break;
 			}
-			has_cf = y_get(&L->d, &p, "color_fwd", &cf);
-			for (int d = 0; d < 4; d++) {
-				const struct ynode *in = d < 2 ? &p : &cf;
-				struct ynode t;
+			for (unsigned d = 0; d < PIPE_DEPS; d++) {
+				const char *name = dep_pipe(L, &p, d, &t);
 
-				if ((d < 2 || has_cf) &&
-				    y_get(&L->d, in, deps[d], &f) &&
-				    y_get(&L->d, &f, "pipe", &t) && y_str(&t) &&
-				    !dpflow_pipe_find(L->ctx, y_str(&t)))
+				if (name && !dpflow_pipe_find(L->ctx, name))
 					ready = false;
 			}
 			if (!ready)
@@ -647,29 +864,17 @@ static int load_pipes(struct loader *L, const struct ynode *pipes)
 					yerr(&L->d, &p, e.code, "%s%s%s",
 					     e.field ? e.field : "",
 					     e.field ? ": " : "", e.msg);
-				free(made);
-				return -(L->d.err ? L->d.err->code : EINVAL);
+				rc = -(L->d.err ? L->d.err->code : EINVAL);
+				break;
 			}
 			made[i] = true;
 			done++;
 		}
-		if (done == before) {
-			/* some pipe waits for one that never comes */
-			for (unsigned i = 0; i < n; i++) {
-				struct ynode p;
-
-				if (made[i])
-					continue;
-				y_item(&L->d, pipes, i, &p);
-				free(made);
-				return yerr(&L->d, &p, ELOOP,
-					    "its forwarding names a pipe that "
-					    "does not exist or makes a loop");
-			}
-		}
+		if (!rc && done == before)
+			rc = pipes_stuck(L, pipes, made);
 	}
 	free(made);
-	return 0;
+	return rc;
 }
 
 static int load_ports(struct loader *L, const struct ynode *ports)
@@ -690,8 +895,10 @@ static int load_ports(struct loader *L, const struct ynode *ports)
 				    "a port needs 'name' and 'uri'");
 		if (dpflow_ctx_port_add(L->ctx, y_str(&name), y_str(&uri), &e) <
 		    0)
-			return yerr(&L->d, &uri, e.code ? e.code : EINVAL, "%s",
-				    e.msg);
+			return yerr(&L->d,
+				    e.field && !strcmp(e.field, "name") ? &name
+									: &uri,
+				    e.code ? e.code : EINVAL, "%s", e.msg);
 	}
 	return 0;
 }
@@ -710,6 +917,7 @@ static int make_ctx(struct loader *L, const struct ynode *root,
 
 	cp.pool_slots = opts ? opts->pool_slots : 0;
 	cp.data_room = opts ? opts->data_room : 0;
+	cp.check_only = opts && opts->check_only;
 	if (has_cx)
 		CHECK(cfg_parse_context(L, &cx, &cp, &meters));
 	L->ctx = dpflow_ctx_create(&cp, &e);
@@ -756,7 +964,8 @@ static struct dpflow_ctx *load(yaml_parser_t *parser, const char *name,
 		yerr(&L.d, NULL, EINVAL, "empty configuration");
 		goto fail;
 	}
-	if (y_check_keys(&L.d, &root, top_keys) || make_ctx(&L, &root, opts))
+	if (y_check_doc(&L.d, &root) || y_check_keys(&L.d, &root, top_keys) ||
+	    make_ctx(&L, &root, opts))
 		goto fail;
 	L.q = dpflow_queue_create(L.ctx, err);
 	if (!L.q)
@@ -779,6 +988,8 @@ static struct dpflow_ctx *load(yaml_parser_t *parser, const char *name,
 	return L.ctx;
 fail:
 	dpflow_queue_destroy(L.q);
+	/* a config that fails to load leaves every existing file as it was */
+	dpflow_ctx_discard(L.ctx);
 	dpflow_ctx_destroy(L.ctx);
 	free(L.entry_at);
 	yaml_document_delete(&L.d.doc);
@@ -792,10 +1003,18 @@ struct dpflow_ctx *dpflow_config_load(const char *path,
 	yaml_parser_t parser;
 	struct dpflow_ctx *ctx;
 	FILE *f = fopen(path, "rb");
+	struct stat st;
 
 	if (!f) {
 		dpflow_error_set(err, errno, "config", "%s: %s", path,
 				 strerror(errno));
+		return NULL;
+	}
+	/* fopen() opens a directory for reading; reading it fails later */
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		dpflow_error_set(err, EISDIR, "config",
+				 "%s: is a directory, not a config file", path);
 		return NULL;
 	}
 	yaml_parser_initialize(&parser);
@@ -889,10 +1108,12 @@ int dpflow_config_parse_entry(struct dpflow_ctx *ctx,
 	if (!y_is_map(&root))
 		rc = yerr(&L.d, root.n ? &root : NULL, EINVAL,
 			  "an entry is a mapping (match: ..., fwd: ...)");
-	else if (flags & DPFLOW_ENTRY_PARSE_KEY)
-		rc = parse_entry_key(&L, cfg, &root, e);
 	else
-		rc = parse_entry(&L, cfg, &root, e);
+		rc = y_check_doc(&L.d, &root);
+	if (!rc)
+		rc = flags & DPFLOW_ENTRY_PARSE_KEY
+			 ? parse_entry_key(&L, cfg, &root, e)
+			 : parse_entry(&L, cfg, &root, e);
 	yaml_document_delete(&L.d.doc);
 	if (rc)
 		entry_error(err, &le, path);

@@ -112,11 +112,27 @@ int cfg_parse_encap(struct loader *L, const struct ynode *x,
 		CHECK(y_u64(&L->d, &v, 255, &n));
 		e->ttl = (uint8_t)n;
 	}
+	/* each tunnel's own id: vxlan and geneve a VNI, gre a key */
 	if (y_get(&L->d, x, "vni", &v)) {
+		if (e->tun_type == DPFLOW_TUN_GRE)
+			return yerr(&L->d, &v, EINVAL,
+				    "'vni' is for vxlan and geneve tunnels: a "
+				    "gre tunnel takes 'key'");
+		if (e->tun_type == DPFLOW_TUN_IPIP)
+			return yerr(&L->d, &v, EINVAL,
+				    "an ipip tunnel has no VNI or key");
 		CHECK(y_u64(&L->d, &v, 0xffffff, &n));
 		e->id = (uint32_t)n;
 	}
 	if (y_get(&L->d, x, "key", &v)) {
+		if (e->tun_type == DPFLOW_TUN_IPIP)
+			return yerr(&L->d, &v, EINVAL,
+				    "an ipip tunnel has no VNI or key");
+		if (e->tun_type != DPFLOW_TUN_GRE)
+			return yerr(&L->d, &v, EINVAL,
+				    "'key' is for gre tunnels: a %s tunnel "
+				    "takes 'vni'",
+				    s);
 		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
 		e->id = (uint32_t)n;
 		e->gre_key = 1;
@@ -231,8 +247,10 @@ int cfg_parse_actions(struct loader *L, const struct ynode *x,
 			    "expected a list of action templates (each a list "
 			    "of actions)");
 	if (y_len(x) > DPFLOW_ACTION_TMPLS_MAX)
-		return yerr(&L->d, x, EINVAL, "at most %d action templates",
-			    DPFLOW_ACTION_TMPLS_MAX);
+		return yerr(&L->d, x, EINVAL,
+			    "%u action templates: a pipe has at most %d "
+			    "(docs/config.md, Limits)",
+			    y_len(x), DPFLOW_ACTION_TMPLS_MAX);
 	cfg->n_action_tmpls = (uint8_t)y_len(x);
 	for (unsigned t = 0; t < cfg->n_action_tmpls; t++) {
 		struct ynode tmpl, it;
@@ -243,8 +261,9 @@ int cfg_parse_actions(struct loader *L, const struct ynode *x,
 				    "an action template is a list of actions");
 		if (y_len(&tmpl) > DPFLOW_ACTIONS_MAX)
 			return yerr(&L->d, &tmpl, EINVAL,
-				    "at most %d actions in a template",
-				    DPFLOW_ACTIONS_MAX);
+				    "%u actions: a template has at most %d "
+				    "(docs/config.md, Limits)",
+				    y_len(&tmpl), DPFLOW_ACTIONS_MAX);
 		cfg->actions[t].n = (uint8_t)y_len(&tmpl);
 		for (unsigned i = 0; i < cfg->actions[t].n; i++) {
 			y_item(&L->d, &tmpl, i, &it);

@@ -295,8 +295,11 @@ int cfg_parse_ct(struct loader *L, const struct ynode *x,
 					    "udp_unreplied...: see "
 					    "docs/config.md)",
 					    name);
-			CHECK(parse_u32(L, &t, 1, DPFLOW_CT_TIMEOUT_MAX,
+			/* 0: never (docs/config.md) */
+			CHECK(parse_u32(L, &t, 0, DPFLOW_CT_TIMEOUT_MAX,
 					&ct->timeout_ms[s]));
+			if (!ct->timeout_ms[s])
+				ct->timeout_ms[s] = DPFLOW_CT_TIMEOUT_NEVER;
 		}
 	}
 	return 0;

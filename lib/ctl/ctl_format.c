@@ -5,6 +5,7 @@
  * find it for removal. Control thread only.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,14 @@ void ctl_value_str(unsigned field, const uint8_t *value, const uint8_t *mask,
 
 	if (bits == 48) {
 		mac_str(value, buf, len);
+		return;
+	}
+	if ((field == DPFLOW_FIELD_OUTER_ETH_TYPE ||
+	     field == DPFLOW_FIELD_INNER_ETH_TYPE) &&
+	    (!mask || get_be(mask, bytes) == max)) {
+		/* an ethertype reads as one: 0x0800 */
+		snprintf(buf, len, "0x%04llx",
+			 (unsigned long long)get_be(value, bytes));
 		return;
 	}
 	if (dpflow_field_is_addr(field)) {
@@ -155,6 +164,45 @@ json_t *ctl_match_json(const struct dpflow_match_tmpl *m)
 	return a;
 }
 
+int ctl_port_where(json_t *o, const char *kind, const char *uri)
+{
+	const char *args = uri ? strchr(uri, ':') : NULL;
+	bool pcap = kind && !strcmp(kind, "pcap");
+	const char *first_key = !kind			    ? NULL
+				: pcap			    ? "rx_file"
+				: !strcmp(kind, "afpacket") ? "interface"
+				: !strcmp(kind, "afxdp")    ? "interface"
+				: !strcmp(kind, "dpdk")	    ? "device"
+							    : NULL;
+
+	if (!uri)
+		return 0;
+	if (json_object_set_new(o, "uri", json_string(uri)))
+		return -ENOMEM;
+	for (const char *a = args ? args + 1 : NULL; a && *a;) {
+		const char *end = strchr(a, ',');
+		size_t n = end ? (size_t)(end - a) : strlen(a);
+		const char *eq = memchr(a, '=', n);
+		const char *key = NULL;
+
+		if (a == args + 1 && !eq)
+			key = first_key;
+		else if (pcap && eq && eq - a == 2 && !strncmp(a, "rx", 2))
+			key = "rx_file";
+		else if (pcap && eq && eq - a == 2 && !strncmp(a, "tx", 2))
+			key = "tx_file";
+		if (key) {
+			const char *v = eq ? eq + 1 : a;
+			json_t *s = json_stringn(v, n - (size_t)(v - a));
+
+			if (!s || json_object_set_new(o, key, s))
+				return -ENOMEM;
+		}
+		a = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
 static void ip16_str(const uint8_t *v, char *buf, size_t len)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
@@ -216,6 +264,64 @@ static json_t *action_value_json(const struct dpflow_action *a,
 	default:
 		return json_null();
 	}
+}
+
+/* Action @a of a template in config syntax: {NAME: VALUE}. */
+static json_t *action_json(struct dpflow_ctx *ctx,
+			   const struct dpflow_action *a)
+{
+	const char *name = dpflow_action_name(a->kind);
+	const char *port;
+	char tpid[8];
+	json_t *v;
+
+	switch (a->kind) {
+	case DPFLOW_ACT_DEC_TTL:
+	case DPFLOW_ACT_VLAN_POP:
+	case DPFLOW_ACT_DECAP:
+		v = json_true();
+		break;
+	case DPFLOW_ACT_MIRROR:
+		port = dpflow_ctx_port_name(ctx, a->port);
+		v = json_string(port ? port : "?");
+		break;
+	case DPFLOW_ACT_VLAN_PUSH:
+		snprintf(tpid, sizeof(tpid), "0x%04x", a->tpid);
+		v = json_pack("{s:i,s:i,s:s}", "vid", a->tci & 0xfff, "pcp",
+			      a->tci >> 13, "tpid", tpid);
+		break;
+	case DPFLOW_ACT_COPY_FIELD:
+		v = json_pack("{s:s,s:s}", "field", dpflow_field_name(a->field),
+			      "from", dpflow_field_name(a->src_field));
+		break;
+	case DPFLOW_ACT_SET_FIELD:
+	case DPFLOW_ACT_ADD_FIELD:
+		v = json_pack(
+		    "{s:s,s:o}", "field", dpflow_field_name(a->field), "value",
+		    a->per_entry ? json_string("per-entry")
+				 : action_value_json(a, a->value, &a->encap));
+		break;
+	default:
+		v = a->per_entry ? json_string("per-entry")
+				 : action_value_json(a, a->value, &a->encap);
+	}
+	return v ? json_pack("{s:o}", name ? name : "?", v) : NULL;
+}
+
+json_t *ctl_actions_json(struct dpflow_ctx *ctx,
+			 const struct dpflow_pipe_cfg *cfg)
+{
+	json_t *all = json_array();
+
+	for (unsigned t = 0; all && t < cfg->n_action_tmpls; t++) {
+		json_t *tmpl = json_array();
+
+		for (unsigned i = 0; tmpl && i < cfg->actions[t].n; i++)
+			json_array_append_new(
+			    tmpl, action_json(ctx, &cfg->actions[t].a[i]));
+		json_array_append_new(all, tmpl);
+	}
+	return all;
 }
 
 static json_t *meter_json(const struct dpflow_meter_cfg *m)
@@ -490,9 +596,49 @@ static void fwd_out(FILE *f, struct dpflow_ctx *ctx, const char *from,
 		strcmp(label, "miss") ? "" : ", style=dashed");
 }
 
-/* Distinct forwarding targets of a per-entry pipe's entries. */
+/* Match template @m as a text line: "FIELD" for a per-entry field,
+ * "FIELD=VALUE" for a constant one, "FIELD mask M" for a masked one. */
+static void match_text(FILE *f, const struct dpflow_match_tmpl *m)
+{
+	uint8_t ones[16];
+
+	memset(ones, 0xff, sizeof(ones));
+	fputs("    match ", f);
+	if (!m->n)
+		fputs(" (none: every packet)", f);
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct dpflow_match_field *mf = &m->f[i];
+		bool masked =
+		    memcmp(mf->mask, ones, dpflow_field_bytes(mf->field)) != 0;
+		char v[96];
+
+		fprintf(f, "%s%s", i ? ", " : " ",
+			dpflow_field_name(mf->field));
+		if (!mf->per_entry) {
+			ctl_value_str(mf->field, mf->value,
+				      masked ? mf->mask : NULL, v, sizeof(v));
+			fprintf(f, "=%s", v);
+		} else if (masked) {
+			ctl_value_str(mf->field, mf->mask, NULL, v, sizeof(v));
+			fprintf(f, " mask %s", v);
+		}
+	}
+	fputc('\n', f);
+}
+
+/* An edge {"on": LABEL, "to": FWD} of @edges (dump as JSON). */
+static void edge_json(json_t *edges, struct dpflow_ctx *ctx,
+		      const struct dpflow_fwd *fw, const char *label)
+{
+	json_array_append_new(edges, json_pack("{s:s,s:o}", "on", label, "to",
+					       ctl_fwd_json(ctx, fw)));
+}
+
+/* Distinct forwarding targets of a per-entry pipe's entries: printed, or
+ * appended to @edges when it is not NULL. */
 static void entry_targets(FILE *f, struct dpflow_ctx *ctx,
-			  const struct dpflow_pipe *pipe, bool dot)
+			  const struct dpflow_pipe *pipe, bool dot,
+			  json_t *edges)
 {
 	struct dpflow_fwd seen[DPFLOW_PIPES_MAX + DPFLOW_PORTS_MAX];
 	unsigned n_seen = 0;
@@ -515,7 +661,11 @@ static void entry_targets(FILE *f, struct dpflow_ctx *ctx,
 		if (n_seen == DPFLOW_ARRAY_SIZE(seen))
 			break;
 		seen[n_seen++] = *fw;
-		fwd_out(f, ctx, dpflow_pipe_name(pipe), fw, "entry", dot);
+		if (edges)
+			edge_json(edges, ctx, fw, "entry");
+		else
+			fwd_out(f, ctx, dpflow_pipe_name(pipe), fw, "entry",
+				dot);
 	}
 }
 
@@ -570,22 +720,17 @@ char *ctl_dump(struct dpflow_ctx *ctx, bool dot)
 				fputs(" [label=\"rx\"];\n", f);
 			}
 		} else {
-			json_t *m = ctl_match_json(&cfg->match);
-			char *ms = m ? json_dumps(m, JSON_COMPACT) : NULL;
-
 			fprintf(f, "pipe %s (%s, %u/%u entries)%s%s\n",
 				cfg->name, dpflow_pipe_type_name(cfg->type),
 				dpflow_pipe_entry_count(pipe), cfg->size,
 				root ? ", root of port " : "",
 				root ? root : "");
-			fprintf(f, "    match  %s\n", ms ? ms : "[]");
-			free(ms);
-			json_decref(m);
+			match_text(f, &cfg->match);
 		}
 		if (cfg->fwd.kind == DPFLOW_FWD_PER_ENTRY) {
 			if (!dot)
 				fputs("    hit    -> per entry:\n", f);
-			entry_targets(f, ctx, pipe, dot);
+			entry_targets(f, ctx, pipe, dot, NULL);
 		} else {
 			fwd_out(f, ctx, cfg->name, &cfg->fwd, "hit", dot);
 		}
@@ -604,4 +749,48 @@ char *ctl_dump(struct dpflow_ctx *ctx, bool dot)
 		return NULL;
 	}
 	return buf;
+}
+
+json_t *ctl_dump_json(struct dpflow_ctx *ctx)
+{
+	json_t *ports = json_array(), *pipes = json_array();
+	json_t *o = json_pack("{s:o,s:o}", "ports", ports, "pipes", pipes);
+
+	for (unsigned i = 0; o && i < dpflow_ctx_port_count(ctx); i++) {
+		struct dpflow_port *p = dpflow_ctx_port(ctx, i);
+		const char *name = dpflow_ctx_port_name(ctx, i);
+
+		if (p && name)
+			json_array_append_new(
+			    ports,
+			    json_pack("{s:i,s:s,s:s}", "id", (int)i, "name",
+				      name, "kind", dpflow_port_kind(p)));
+	}
+	for (unsigned i = 0; o && i < dpflow_ctx_pipe_count(ctx); i++) {
+		struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
+		const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
+		const char *root =
+		    cfg->root ? dpflow_ctx_port_name(ctx, cfg->port) : NULL;
+		json_t *edges = json_array();
+
+		if (cfg->fwd.kind == DPFLOW_FWD_PER_ENTRY)
+			entry_targets(NULL, ctx, pipe, false, edges);
+		else
+			edge_json(edges, ctx, &cfg->fwd, "hit");
+		edge_json(edges, ctx, &cfg->miss_fwd, "miss");
+		if (cfg->color_fwd.yellow_set)
+			edge_json(edges, ctx, &cfg->color_fwd.yellow, "yellow");
+		if (cfg->color_fwd.red_set)
+			edge_json(edges, ctx, &cfg->color_fwd.red, "red");
+		json_array_append_new(
+		    pipes,
+		    json_pack("{s:s,s:s,s:o,s:i,s:i,s:o,s:o}", "name",
+			      cfg->name, "type",
+			      dpflow_pipe_type_name(cfg->type), "root",
+			      root ? json_string(root) : json_null(), "entries",
+			      (int)dpflow_pipe_entry_count(pipe), "size",
+			      (int)cfg->size, "match",
+			      ctl_match_json(&cfg->match), "edges", edges));
+	}
+	return o;
 }

@@ -42,9 +42,22 @@ json_t *ctl_match_json(const struct dpflow_match_tmpl *m);
 /* Entry @e of @pipe as its config's entries[j] mapping. */
 json_t *ctl_entry_json(struct dpflow_ctx *ctx, const struct dpflow_pipe *pipe,
 		       const struct dpflow_entry_cfg *e);
+/* A pipe's action templates, as its config's `actions` list. */
+json_t *ctl_actions_json(struct dpflow_ctx *ctx,
+			 const struct dpflow_pipe_cfg *cfg);
+/*
+ * Set "uri" of port object @o to @uri and, from the URI of a port of
+ * @kind, "rx_file"/"tx_file" (pcap), "interface" (afpacket, afxdp) or
+ * "device" (dpdk). 0 or -ENOMEM.
+ */
+int ctl_port_where(json_t *o, const char *kind, const char *uri);
 /* The pipe graph: ports, pipes, forwarding, as text or Graphviz dot;
  * malloc'ed, NULL when out of memory. */
 char *ctl_dump(struct dpflow_ctx *ctx, bool dot);
+/* The pipe graph as JSON: {"ports": [{id, name, kind}], "pipes": [{name,
+ * type, root, entries, size, match, edges: [{on, to}]}]}; NULL when out
+ * of memory. */
+json_t *ctl_dump_json(struct dpflow_ctx *ctx);
 
 /* Bytes ctl_entry_canon() writes at most. */
 #define CTL_CANON_MAX 256

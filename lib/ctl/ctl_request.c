@@ -180,6 +180,11 @@ static int cmd_ports(struct req *r)
 			      (int)dpflow_port_tx_queues(p), "root",
 			      root ? json_string(root) : json_null(), "stats",
 			      port_stats_json(&st));
+		if (o && ctl_port_where(o, dpflow_port_kind(p),
+					dpflow_port_name(p))) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (!o || json_array_append_new(a, o))
 			return nomem(r);
 	}
@@ -256,19 +261,64 @@ static int cmd_pipes(struct req *r)
 		    ctl_fwd_json(ctx, &c->miss_fwd), "stats",
 		    pipe_stats_json(pipe));
 
+		if (o &&
+		    (json_object_set_new(o, "actions",
+					 ctl_actions_json(ctx, c)) ||
+		     (c->color_fwd.yellow_set &&
+		      json_object_set_new(
+			  o, "yellow",
+			  ctl_fwd_json(ctx, &c->color_fwd.yellow))) ||
+		     (c->color_fwd.red_set &&
+		      json_object_set_new(
+			  o, "red", ctl_fwd_json(ctx, &c->color_fwd.red))))) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (!o || json_array_append_new(a, o))
 			return nomem(r);
 	}
 	return 0;
 }
 
+/* The per-entry counters of a pipe that counts: [{id, slot, pkts, bytes}]
+ * in slot order; keyed by id, which an update keeps. */
+static json_t *entry_counters_json(const struct dpflow_pipe *pipe)
+{
+	json_t *a = json_array();
+
+	for (uint32_t s = 0; a && s < dpflow_pipe_size(pipe); s++) {
+		const struct dpflow_entry *e = dpflow_pipe_entry(pipe, s);
+		struct dpflow_counter c = {0};
+
+		if (!e)
+			continue;
+		dpflow_entry_counter(e, &c);
+		if (json_array_append_new(
+			a, json_pack("{s:o,s:i,s:o,s:o}", "id",
+				     u64(dpflow_entry_id(e)), "slot", (int)s,
+				     "pkts", u64(c.pkts), "bytes",
+				     u64(c.bytes)))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 static int cmd_counters(struct req *r)
 {
 	struct dpflow_ctx *ctx = r->ctl->ctx;
 	uint64_t drops[DPFLOW_DROP__COUNT];
-	json_t *ports = json_array(), *pipes = json_array();
-	json_t *dr = json_object(), *shared = json_array();
+	json_t *with_entries = json_object_get(r->in, "entries");
+	json_t *ports, *pipes, *dr, *shared;
 
+	if (with_entries && !json_is_boolean(with_entries))
+		return fail(r, EINVAL, "entries",
+			    "'entries' must be true or false");
+	ports = json_array();
+	pipes = json_array();
+	dr = json_object();
+	shared = json_array();
 	if (!set(r, "time_ns", u64(dpflow_clock_ns())) ||
 	    !set(r, "ports", ports) || !set(r, "pipes", pipes) ||
 	    !set(r, "drops", dr) || !set(r, "shared_counters", shared))
@@ -297,6 +347,11 @@ static int cmd_counters(struct req *r)
 		    json_object_set_new(o, "name",
 					json_string(dpflow_pipe_name(pipe))) ||
 		    json_array_append_new(pipes, o))
+			return nomem(r);
+		if (json_is_true(with_entries) &&
+		    dpflow_pipe_cfg(pipe)->monitor.counter &&
+		    json_object_set_new(o, "entry_counters",
+					entry_counters_json(pipe)))
 			return nomem(r);
 	}
 	dpflow_ctx_drops(ctx, drops);
@@ -361,9 +416,15 @@ static int cmd_dump(struct req *r)
 
 	if (rc)
 		return rc;
-	if (strcmp(format, "text") && strcmp(format, "dot"))
+	if (strcmp(format, "text") && strcmp(format, "dot") &&
+	    strcmp(format, "json"))
 		return fail(r, EINVAL, "format",
-			    "format '%s': expected text or dot", format);
+			    "format '%s': expected text, dot or json", format);
+	if (!strcmp(format, "json"))
+		return set(r, "format", json_string(format)) &&
+			       set(r, "graph", ctl_dump_json(r->ctl->ctx))
+			   ? 0
+			   : nomem(r);
 	text = ctl_dump(r->ctl->ctx, !strcmp(format, "dot"));
 	if (!text)
 		return nomem(r);
@@ -407,7 +468,8 @@ static int cmd_entries_list(struct req *r)
 		if (json_array_size(a) == limit)
 			break;
 		o = json_pack(
-		    "{s:i,s:o}", "slot", (int)s, "entry",
+		    "{s:o,s:i,s:o}", "id", u64(dpflow_entry_id(e)), "slot",
+		    (int)s, "entry",
 		    ctl_entry_json(r->ctl->ctx, pipe, dpflow_entry_cfg(e)));
 		if (o && counters) {
 			struct dpflow_counter c = {0};
@@ -528,13 +590,97 @@ static int parse_item(struct req *r, struct dpflow_pipe *pipe, json_t *item,
 	return -(err.code ? err.code : EINVAL);
 }
 
+static uint32_t canon_hash(const uint8_t *c, unsigned len)
+{
+	uint32_t h = 2166136261u;
+
+	for (unsigned i = 0; i < len; i++)
+		h = (h ^ c[i]) * 16777619u;
+	return h;
+}
+
+/*
+ * Refuse new entries @cfgs (@n) of a control or acl pipe that repeat a
+ * match and priority: the table would take both, and a removal by match
+ * and priority could then name neither. Among themselves and, with
+ * @existing (entries.add, not a batch, whose removals come first), against
+ * the pipe's entries. One pass over the slots, O(size + n).
+ */
+static int add_clash(struct req *r, struct dpflow_pipe *pipe,
+		     const struct dpflow_entry_cfg *cfgs, size_t n,
+		     bool existing)
+{
+	const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
+	uint8_t a[CTL_CANON_MAX], b[CTL_CANON_MAX];
+	char field[32];
+	size_t cap = 16, mask;
+	uint32_t *tab;
+	int rc = 0;
+
+	if (cfg->type != DPFLOW_PIPE_CONTROL && cfg->type != DPFLOW_PIPE_ACL)
+		return 0;
+	while (cap < 2 * n)
+		cap *= 2;
+	mask = cap - 1;
+	tab = malloc(cap * sizeof(*tab));
+	if (!tab)
+		return nomem(r);
+	memset(tab, 0xff, cap * sizeof(*tab));
+	for (size_t i = 0; i < n && !rc; i++) {
+		unsigned len = ctl_entry_canon(pipe, &cfgs[i], a);
+		size_t h = (canon_hash(a, len) ^ cfgs[i].priority) & mask;
+
+		for (; tab[h] != UINT32_MAX && !rc; h = (h + 1) & mask) {
+			const struct dpflow_entry_cfg *o = &cfgs[tab[h]];
+
+			if (o->priority != cfgs[i].priority ||
+			    ctl_entry_canon(pipe, o, b) != len ||
+			    memcmp(a, b, len))
+				continue;
+			snprintf(field, sizeof(field), "entries[%zu]", i);
+			rc = fail(r, EEXIST, field,
+				  "entries[%zu]: the same match and priority "
+				  "as entries[%u]",
+				  i, tab[h]);
+		}
+		tab[h] = (uint32_t)i;
+	}
+	for (uint32_t s = 0; existing && !rc && s < dpflow_pipe_size(pipe);
+	     s++) {
+		const struct dpflow_entry *e = dpflow_pipe_entry(pipe, s);
+		const struct dpflow_entry_cfg *ec;
+		unsigned len;
+
+		if (!e)
+			continue;
+		ec = dpflow_entry_cfg(e);
+		len = ctl_entry_canon(pipe, ec, a);
+		for (size_t h = (canon_hash(a, len) ^ ec->priority) & mask;
+		     tab[h] != UINT32_MAX && !rc; h = (h + 1) & mask) {
+			const struct dpflow_entry_cfg *o = &cfgs[tab[h]];
+
+			if (o->priority != ec->priority ||
+			    ctl_entry_canon(pipe, o, b) != len ||
+			    memcmp(a, b, len))
+				continue;
+			snprintf(field, sizeof(field), "entries[%u]", tab[h]);
+			rc = fail(r, EEXIST, field,
+				  "entries[%u]: pipe '%s' has an entry with "
+				  "this match and priority (slot %u)",
+				  tab[h], dpflow_pipe_name(pipe), s);
+		}
+	}
+	free(tab);
+	return rc;
+}
+
 /*
  * Parse the entries of @list for @pipe, then queue their adds; users[i]
  * (their status) are set by the caller. 0, or the error with the queue
  * emptied.
  */
 static int queue_add(struct req *r, struct dpflow_pipe *pipe, json_t *list,
-		     struct batch_user *users)
+		     struct batch_user *users, bool existing)
 {
 	struct dpflow_ctl *ctl = r->ctl;
 	size_t n = json_array_size(list);
@@ -547,6 +693,8 @@ static int queue_add(struct req *r, struct dpflow_pipe *pipe, json_t *list,
 	for (unsigned i = 0; i < n && !rc; i++)
 		rc = parse_item(r, pipe, json_array_get(list, i), i, 0,
 				&cfgs[i]);
+	if (!rc)
+		rc = add_clash(r, pipe, cfgs, n, existing);
 	for (unsigned i = 0; i < n && !rc; i++) {
 		struct dpflow_error err = {0};
 		char field[32];
@@ -584,7 +732,7 @@ static int cmd_entries_add(struct req *r)
 		users[i].b = &b;
 		users[i].item = i;
 	}
-	rc = queue_add(r, pipe, list, users);
+	rc = queue_add(r, pipe, list, users, true);
 	if (!rc && n)
 		rc = batch_apply(r, users);
 	if (!rc &&
@@ -604,15 +752,6 @@ struct rm_item {
 	bool prio_given;
 	uint32_t prio;
 };
-
-static uint32_t canon_hash(const uint8_t *c, unsigned len)
-{
-	uint32_t h = 2166136261u;
-
-	for (unsigned i = 0; i < len; i++)
-		h = (h ^ c[i]) * 16777619u;
-	return h;
-}
 
 static int cmp_entry_ptr(const void *a, const void *b)
 {
@@ -672,11 +811,18 @@ static int rm_find(struct req *r, struct dpflow_pipe *pipe, struct rm_item *it,
 			if (x->e) {
 				snprintf(field, sizeof(field), "entries[%u]",
 					 tab[h]);
-				rc = fail(r, EINVAL, field,
-					  "entries[%u] matches more than one "
-					  "entry: give its 'priority' or "
-					  "remove by 'slot'",
-					  tab[h]);
+				rc = x->prio_given
+					 ? fail(r, EINVAL, field,
+						"entries[%u] matches more "
+						"than one entry of priority "
+						"%u: remove by 'slot'",
+						tab[h], x->prio)
+					 : fail(r, EINVAL, field,
+						"entries[%u] matches more "
+						"than one entry: give its "
+						"'priority' or remove by "
+						"'slot'",
+						tab[h]);
 				break;
 			}
 			x->e = e;
@@ -990,7 +1136,7 @@ static int cmd_entries_batch(struct req *r)
 			op_of[at + i] = k;
 			item_of[at + i] = (unsigned)i;
 		}
-		rc = kind == 0 ? queue_add(r, pipe, list, users + at)
+		rc = kind == 0 ? queue_add(r, pipe, list, users + at, false)
 			       : queue_rm_update(r, pipe, list, users + at,
 						 kind == 2);
 		rc = in_op(r, k, rc);
@@ -1012,6 +1158,7 @@ out:
  */
 
 static const char *const no_keys[] = {NULL};
+static const char *const counters_keys[] = {"entries", NULL};
 static const char *const dump_keys[] = {"format", NULL};
 static const char *const list_keys[] = {"pipe", "from", "limit", NULL};
 static const char *const batch_keys[] = {"pipe", "entries", NULL};
@@ -1024,7 +1171,7 @@ static const struct cmd {
 } cmds[] = {
     {"ports", cmd_ports, no_keys},
     {"pipes", cmd_pipes, no_keys},
-    {"counters", cmd_counters, no_keys},
+    {"counters", cmd_counters, counters_keys},
     {"workers", cmd_workers, no_keys},
     {"dump", cmd_dump, dump_keys},
     {"entries.list", cmd_entries_list, list_keys},

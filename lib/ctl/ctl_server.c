@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,28 +335,50 @@ int dpflow_ctl_fd(const struct dpflow_ctl *ctl)
 	return ctl ? ctl->epfd : -1;
 }
 
-/* Make @path's directory when it is missing (one level, mode 0700). */
+/*
+ * Make @path's missing parent directories, each with mode 0700 (those that
+ * exist are left as they are), as mkdir -p would.
+ */
 static int make_dir(const char *path, struct dpflow_error *err)
 {
-	char *copy = strdup(path);
-	const char *dir;
+	char *dir = strdup(path), *slash;
 	struct stat st;
 	int rc = 0;
 
-	if (!copy)
+	if (!dir)
 		return dpflow_error_set(err, ENOMEM, NULL, "out of memory");
-	dir = dirname(copy);
-	if (stat(dir, &st) && errno == ENOENT && mkdir(dir, 0700) &&
-	    errno != EEXIST)
-		rc = dpflow_error_set(err, errno, "path", "%s: %s", dir,
-				      strerror(errno));
-	free(copy);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = '\0';
+	/* "a/b/c": "a", then "a/b", then "a/b/c" */
+	for (char *p = dir + 1; slash && slash != dir && !rc; p++) {
+		bool end = !*p;
+
+		if (*p != '/' && !end)
+			continue;
+		*p = '\0';
+		if (stat(dir, &st) && mkdir(dir, 0700) && errno != EEXIST)
+			rc = dpflow_error_set(err, errno, "path",
+					      "cannot make directory %s: %s",
+					      dir, strerror(errno));
+		else if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+			rc = dpflow_error_set(err, ENOTDIR, "path",
+					      "%s is not a directory", dir);
+		if (end)
+			break;
+		*p = '/';
+	}
+	free(dir);
 	return rc;
 }
 
-/* Remove a stale socket at @path; refuse a live one or another file. */
+/*
+ * Is @path free for the socket? Nothing there, or a stale socket (nobody
+ * answers a connect), removed when @remove. A live socket or another file
+ * is refused.
+ */
 static int clear_path(const char *path, const struct sockaddr_un *sa,
-		      struct dpflow_error *err)
+		      bool remove, struct dpflow_error *err)
 {
 	struct stat st;
 	int fd, live;
@@ -375,12 +396,40 @@ static int clear_path(const char *path, const struct sockaddr_un *sa,
 	close(fd);
 	if (live)
 		return dpflow_error_set(err, EADDRINUSE, "path",
-					"%s: another server listens there",
+					"%s: another server listens there (a "
+					"running dpflow?)",
 					path);
-	if (unlink(path) && errno != ENOENT)
+	if (remove && unlink(path) && errno != ENOENT)
 		return dpflow_error_set(err, errno, "path", "%s: %s", path,
 					strerror(errno));
 	return 0;
+}
+
+/* @path as a socket address, with room for the temporary name's suffix. */
+static int sock_addr(const char *path, struct sockaddr_un *sa,
+		     struct dpflow_error *err)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (!*path || strlen(path) + 12 >= sizeof(sa->sun_path))
+		return dpflow_error_set(err, ENAMETOOLONG, "path",
+					"control socket path '%s' is empty or "
+					"longer than %zu characters",
+					path, sizeof(sa->sun_path) - 13);
+	memcpy(sa->sun_path, path, strlen(path) + 1);
+	return 0;
+}
+
+int dpflow_ctl_check_path(const char *path, struct dpflow_error *err)
+{
+	struct sockaddr_un sa;
+	int rc;
+
+	if (!path)
+		return dpflow_error_set(err, EINVAL, "path", "no path given");
+	if ((rc = sock_addr(path, &sa, err)) || (rc = make_dir(path, err)))
+		return rc;
+	return clear_path(path, &sa, false, err);
 }
 
 /*
@@ -396,18 +445,13 @@ static int listen_on(struct dpflow_ctl *ctl, const char *path,
 	struct stat st;
 	int rc;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (!*path || strlen(path) + 12 >= sizeof(sa.sun_path))
-		return dpflow_error_set(err, ENAMETOOLONG, "path",
-					"control socket path '%s' is empty or "
-					"longer than %zu characters",
-					path, sizeof(sa.sun_path) - 13);
-	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((rc = sock_addr(path, &sa, err)))
+		return rc;
 	tmp = sa;
 	snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s.%u", path,
 		 (unsigned)getpid() % 100000000u);
-	if ((rc = make_dir(path, err)) || (rc = clear_path(path, &sa, err)))
+	if ((rc = make_dir(path, err)) ||
+	    (rc = clear_path(path, &sa, true, err)))
 		return rc;
 	ctl->lfd =
 	    socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -27,17 +27,33 @@ static void prefix_mask(uint8_t *m, unsigned bytes, unsigned len)
 		m[b / 8] |= (uint8_t)(0x80u >> (b % 8));
 }
 
+/* -EINVAL: not a number; -ERANGE: a number above @max (or negative). */
 static int parse_uint(const char *s, uint64_t max, uint64_t *v)
 {
+	const char *digits = *s == '-' ? s + 1 : s;
 	char *end;
 
-	if (!*s || *s == '-')
+	if (!*digits)
 		return -EINVAL;
 	errno = 0;
-	*v = strtoull(s, &end, 0);
-	if (errno || *end || *v > max)
+	*v = strtoull(digits, &end, 0);
+	if (*end || end == digits)
 		return -EINVAL;
+	if (errno || *v > max || (*s == '-' && *v))
+		return -ERANGE;
 	return 0;
+}
+
+/* @why for a number @text that parse_uint() refused with @rc. */
+static int bad_number(int rc, const char *what, const char *text, uint64_t max,
+		      char *why, size_t why_len)
+{
+	if (rc == -ERANGE)
+		snprintf(why, why_len, "%s'%s' is out of range (max %llu)",
+			 what, text, (unsigned long long)max);
+	else
+		snprintf(why, why_len, "%s'%s' is not a number", what, text);
+	return -EINVAL;
 }
 
 int field_value_parse(unsigned field, const char *text, struct field_value *fv,
@@ -116,12 +132,22 @@ int field_value_parse(unsigned field, const char *text, struct field_value *fv,
 	if (dash && dash != buf) {
 		uint64_t lo, hi;
 
+		char what[160];
+		int rc;
+
 		*dash = '\0';
-		if (parse_uint(buf, max, &lo) ||
-		    parse_uint(dash + 1, max, &hi) || lo > hi) {
+		snprintf(what, sizeof(what), "'%s': ", text);
+		if ((rc = parse_uint(buf, max, &lo)))
+			return bad_number(rc, what, buf, max, why, why_len);
+		if ((rc = parse_uint(dash + 1, max, &hi)))
+			return bad_number(rc, what, dash + 1, max, why,
+					  why_len);
+		if (lo > hi) {
 			snprintf(why, why_len,
-				 "'%s' is not a range LO-HI within 0..%llu",
-				 text, (unsigned long long)max);
+				 "'%s' is not a range LO-HI (%llu is above "
+				 "%llu)",
+				 text, (unsigned long long)lo,
+				 (unsigned long long)hi);
 			return -EINVAL;
 		}
 		fv->is_range = true;
@@ -132,21 +158,22 @@ int field_value_parse(unsigned field, const char *text, struct field_value *fv,
 	}
 	{
 		uint64_t v, m = max;
+		char what[160];
+		int rc;
 
 		if (slash) {
 			*slash = '\0';
-			if (parse_uint(slash + 1, max, &m)) {
-				snprintf(why, why_len, "'%s': bad mask", text);
-				return -EINVAL;
-			}
+			snprintf(what, sizeof(what), "'%s': mask ", text);
+			if ((rc = parse_uint(slash + 1, max, &m)))
+				return bad_number(rc, what, slash + 1, max, why,
+						  why_len);
 			fv->has_mask = true;
 		}
-		if (parse_uint(buf, max, &v)) {
-			snprintf(why, why_len,
-				 "'%s' is not a number within 0..%llu", text,
-				 (unsigned long long)max);
-			return -EINVAL;
-		}
+		if (slash)
+			snprintf(what, sizeof(what), "'%s': ", text);
+		if ((rc = parse_uint(buf, max, &v)))
+			return bad_number(rc, slash ? what : "", buf, max, why,
+					  why_len);
 		put_be(fv->value, bytes, v & m);
 		put_be(fv->mask, bytes, m);
 	}

@@ -134,7 +134,8 @@ static void render_pipes(FILE *f, struct dpflow_ctx *ctx)
 	}
 }
 
-/* Per-entry counters of the pipes that count. */
+/* Per-entry counters of the pipes that count, labelled by the entry's id
+ * (dpflow_entry_id(): an update keeps it, so the series goes on). */
 static void render_entries(FILE *f, struct dpflow_ctx *ctx)
 {
 	for (unsigned k = 0; k < 2; k++) {
@@ -143,8 +144,8 @@ static void render_entries(FILE *f, struct dpflow_ctx *ctx)
 
 		dpflow_metrics_put_help(
 		    f, name, "counter",
-		    k ? "Bytes that hit the entry (slot)."
-		      : "Packets that hit the entry (slot).");
+		    k ? "Bytes that hit the entry (label entry: its id)."
+		      : "Packets that hit the entry (label entry: its id).");
 		for (unsigned i = 0; i < dpflow_ctx_pipe_count(ctx); i++) {
 			struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
 
@@ -161,7 +162,8 @@ static void render_entries(FILE *f, struct dpflow_ctx *ctx)
 				dpflow_metrics_put_label(
 				    f, dpflow_pipe_name(pipe));
 				fprintf(
-				    f, "\",entry=\"%u\"} %llu\n", e,
+				    f, "\",entry=\"%llu\"} %llu\n",
+				    (unsigned long long)dpflow_entry_id(en),
 				    (unsigned long long)(k ? c.bytes : c.pkts));
 			}
 		}
@@ -335,10 +337,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
 	return rc;
 }
 
-/* "A.B.C.D:PORT" or "[V6]:PORT" into @ss. */
+/*
+ * "A.B.C.D:PORT" or "[V6]:PORT" into @ss; else -EINVAL with @err saying
+ * which part is wrong (the form, the host, a port that is not a number or
+ * is out of range).
+ */
 static int parse_addr(const char *addr, struct sockaddr_storage *ss,
-		      socklen_t *sl)
+		      socklen_t *sl, struct dpflow_error *err)
 {
+	bool v6 = addr[0] == '[';
 	char host[64];
 	const char *colon;
 	char *end;
@@ -346,35 +353,44 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss,
 	size_t hl;
 
 	memset(ss, 0, sizeof(*ss));
-	if (addr[0] == '[') {
+	if (v6) {
 		const char *close = strchr(addr, ']');
 
-		if (!close || close[1] != ':')
-			return -1;
-		hl = (size_t)(close - addr - 1);
-		if (hl >= sizeof(host))
-			return -1;
-		memcpy(host, addr + 1, hl);
-		host[hl] = 0;
-		colon = close + 1;
+		colon = close && close[1] == ':' ? close + 1 : NULL;
+		hl = close ? (size_t)(close - addr - 1) : 0;
+		if (colon)
+			memcpy(host, addr + 1, hl < sizeof(host) ? hl : 0);
 	} else {
 		colon = strrchr(addr, ':');
-		if (!colon)
-			return -1;
-		hl = (size_t)(colon - addr);
-		if (hl >= sizeof(host))
-			return -1;
-		memcpy(host, addr, hl);
-		host[hl] = 0;
+		hl = colon ? (size_t)(colon - addr) : 0;
+		if (colon)
+			memcpy(host, addr, hl < sizeof(host) ? hl : 0);
 	}
+	if (!colon || hl >= sizeof(host))
+		return dpflow_error_set(err, EINVAL, "addr",
+					"'%s': expected IPv4:PORT or "
+					"[IPv6]:PORT",
+					addr);
+	host[hl] = 0;
+	errno = 0;
 	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || port > 65535)
-		return -1;
-	if (addr[0] == '[') {
+	if (!colon[1] || *end || colon[1] == '-' || colon[1] == '+')
+		return dpflow_error_set(err, EINVAL, "addr",
+					"'%s': port '%s' is not a number", addr,
+					colon + 1);
+	if (port > 65535 || errno == ERANGE)
+		return dpflow_error_set(err, ERANGE, "addr",
+					"'%s': port %s is out of range "
+					"(0..65535)",
+					addr, colon + 1);
+	if (v6) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
 
 		if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
-			return -1;
+			return dpflow_error_set(err, EINVAL, "addr",
+						"'%s': '%s' is not an IPv6 "
+						"address",
+						addr, host);
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons((uint16_t)port);
 		*sl = sizeof(*s6);
@@ -382,7 +398,10 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss,
 		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
 
 		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
-			return -1;
+			return dpflow_error_set(err, EINVAL, "addr",
+						"'%s': '%s' is not an IPv4 "
+						"address (IPv6: [ADDR]:PORT)",
+						addr, host);
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons((uint16_t)port);
 		*sl = sizeof(*s4);
@@ -403,12 +422,8 @@ struct dpflow_metrics *dpflow_metrics_open(struct dpflow_ctx *ctx,
 
 	if (!addr)
 		addr = DPFLOW_METRICS_ADDR_DEFAULT;
-	if (parse_addr(addr, &ss, &sl)) {
-		dpflow_error_set(err, EINVAL, "addr",
-				 "'%s': expected IPv4:PORT or [IPv6]:PORT",
-				 addr);
+	if (parse_addr(addr, &ss, &sl, err))
 		return NULL;
-	}
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		dpflow_error_set(err, ENOMEM, "addr", "out of memory");

@@ -46,6 +46,18 @@ unsigned y_len(const struct ynode *x);
 bool y_pair(struct ydoc *d, const struct ynode *map, unsigned i,
 	    const char **key, struct ynode *value);
 
+/*
+ * Refuse what libyaml accepts silently: a key given twice in one mapping
+ * ("duplicate key 'K' (first on line N)", at the second) and nesting
+ * deeper than YDEPTH_MAX, anywhere under @root. Each node is visited once
+ * (aliases included). Returns 0 or the error of yerr().
+ */
+#define YDEPTH_MAX 64
+int y_check_doc(struct ydoc *d, const struct ynode *root);
+
+/* A YAML null: a plain scalar null, Null, NULL, ~ or nothing. */
+bool y_is_null(const struct ynode *x);
+
 /* Every key of @map must be one of @allowed (NULL-terminated). */
 int y_check_keys(struct ydoc *d, const struct ynode *map,
 		 const char *const *allowed);

@@ -101,10 +101,16 @@ static struct queued_op *queue_push(struct dpflow_queue *q,
 	return &q->ops[q->n++];
 }
 
-struct dpflow_entry *dpflow_entry_add(struct dpflow_queue *q,
+/*
+ * Queue an add of @cfg to @pipe. A new entry takes the pipe's next id; the
+ * new entry of an update (@replaces: the entry it replaces) keeps the old
+ * one's id.
+ */
+static struct dpflow_entry *queue_add(struct dpflow_queue *q,
 				      struct dpflow_pipe *pipe,
 				      const struct dpflow_entry_cfg *cfg,
-				      void *user, struct dpflow_error *err)
+				      struct dpflow_entry *replaces, void *user,
+				      struct dpflow_error *err)
 {
 	struct dpflow_entry *e;
 	struct queued_op *op;
@@ -126,15 +132,26 @@ struct dpflow_entry *dpflow_entry_add(struct dpflow_queue *q,
 	e = &pipe->entries[pipe->free_idx[--pipe->n_free]];
 	e->pipe = pipe;
 	e->index = (uint32_t)(e - pipe->entries);
+	/* ids are never handed out twice: one dropped with its batch is
+	 * burnt */
+	e->id = replaces ? replaces->id : pipe->next_entry_id++;
 	e->state = ENTRY_PENDING;
 	e->cfg = *cfg;
 	e->encap = NULL;
-	e->replaces = NULL;
+	e->replaces = replaces;
 	flow_entry_ctr_zero(pipe, e->index);
 	op->add = true;
 	op->e = e;
 	op->user = user;
 	return e;
+}
+
+struct dpflow_entry *dpflow_entry_add(struct dpflow_queue *q,
+				      struct dpflow_pipe *pipe,
+				      const struct dpflow_entry_cfg *cfg,
+				      void *user, struct dpflow_error *err)
+{
+	return queue_add(q, pipe, cfg, NULL, user, err);
 }
 
 int dpflow_entry_remove(struct dpflow_queue *q, struct dpflow_entry *e,
@@ -178,14 +195,13 @@ struct dpflow_entry *dpflow_entry_update(struct dpflow_queue *q,
 		dpflow_error_set(err, ENOSPC, "queue", "queue full");
 		return NULL;
 	}
-	ne = dpflow_entry_add(q, e->pipe, cfg, user, err);
+	ne = queue_add(q, e->pipe, cfg, e, user, err);
 	if (!ne) {
 		/* take the removal back off the queue */
 		q->n--;
 		e->state = ENTRY_ACTIVE;
 		return NULL;
 	}
-	ne->replaces = e;
 	return ne;
 }
 
@@ -484,4 +500,9 @@ int dpflow_entry_counter(const struct dpflow_entry *e, struct dpflow_counter *c)
 		return -EINVAL;
 	flow_entry_ctr_sum(e->pipe, e->index, &c->pkts, &c->bytes);
 	return 0;
+}
+
+uint64_t dpflow_entry_id(const struct dpflow_entry *e)
+{
+	return e->id;
 }

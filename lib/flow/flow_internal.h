@@ -67,6 +67,9 @@ struct table_kind {
 struct dpflow_entry {
 	struct dpflow_pipe *pipe;
 	uint32_t index;
+	/* stable id (dpflow_entry_id()): the pipe's next_entry_id when
+	 * added, kept by an update */
+	uint64_t id;
 	uint8_t state; /* ENTRY_FREE / ENTRY_PENDING / ENTRY_ACTIVE */
 	struct dpflow_entry_cfg cfg;
 	/* the outer headers of a per-entry ENCAP, built from cfg.encap */
@@ -140,6 +143,7 @@ struct dpflow_pipe {
 	uint32_t *free_idx; /* stack of free entry indices */
 	uint32_t n_free;
 	uint32_t n_active;
+	uint64_t next_entry_id; /* the id of the next entry added */
 	/* monitor: per-entry meters (cfg.size) and aging slots, live
 	 * images written by the data path (NULL when the pipe has none) */
 	struct dpflow_meters *meters;
@@ -176,7 +180,7 @@ struct ctx_port {
 
 struct dpflow_ctx {
 	struct dpflow_pool *pool;
-	unsigned gen; /* which image readers use (RCU-published) */
+	unsigned gen;	  /* which image readers use (RCU-published) */
 	uint64_t batches; /* entry batches published so far (a version
 			     that other targets compare to re-sync) */
 	unsigned n_ports;
@@ -198,6 +202,7 @@ struct dpflow_ctx {
 	uint32_t n_shared_counters, n_shared_meters;
 	struct dpflow_counters *shared_counters;
 	struct dpflow_meters *shared_meters;
+	bool check_only; /* ports are placeholders (dpflow_ctx_params) */
 };
 
 /* Table kinds (pipe_table.c). */

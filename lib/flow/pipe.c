@@ -153,6 +153,7 @@ struct dpflow_ctx *dpflow_ctx_create(const struct dpflow_ctx_params *p,
 		return NULL;
 	}
 	dpflow_clock_init();
+	ctx->check_only = p && p->check_only;
 	if (p && ctx_extras_create(ctx, p, err)) {
 		dpflow_ctx_destroy(ctx);
 		return NULL;
@@ -222,6 +223,12 @@ void dpflow_ctx_destroy(struct dpflow_ctx *ctx)
 	free(ctx);
 }
 
+void dpflow_ctx_discard(struct dpflow_ctx *ctx)
+{
+	for (unsigned i = 0; ctx && i < ctx->n_ports; i++)
+		dpflow_port_discard(ctx->ports[i].port);
+}
+
 struct dpflow_pool *dpflow_ctx_pool(struct dpflow_ctx *ctx)
 {
 	return ctx->pool;
@@ -233,6 +240,48 @@ int dpflow_ctx_port_find(const struct dpflow_ctx *ctx, const char *name)
 		if (!strcmp(ctx->ports[i].name, name))
 			return (int)i;
 	return -1;
+}
+
+/*
+ * Does new port @port (@name) write a file another port reads or writes,
+ * or read a file another port writes? Paths are compared resolved
+ * (dpflow_port_path). True with @err naming both ports and the file.
+ */
+static bool port_files_collide(const struct dpflow_ctx *ctx, const char *name,
+			       const struct dpflow_port *port,
+			       struct dpflow_error *err)
+{
+	const char *rx = dpflow_port_path(port, false);
+	const char *tx = dpflow_port_path(port, true);
+
+	for (unsigned i = 0; i < ctx->n_ports; i++) {
+		const struct dpflow_port *o = ctx->ports[i].port;
+		const char *orx = dpflow_port_path(o, false);
+		const char *otx = dpflow_port_path(o, true);
+		const char *file = NULL, *what = NULL;
+
+		if (tx && otx && !strcmp(tx, otx)) {
+			file = tx;
+			what = "also writes";
+		} else if (tx && orx && !strcmp(tx, orx)) {
+			file = tx;
+			what = "reads";
+		} else if (rx && otx && !strcmp(rx, otx)) {
+			dpflow_error_set(err, EINVAL, "uri",
+					 "port '%s' reads '%s', which port "
+					 "'%s' writes",
+					 name, rx, ctx->ports[i].name);
+			return true;
+		}
+		if (file) {
+			dpflow_error_set(err, EINVAL, "uri",
+					 "port '%s' writes '%s', which port "
+					 "'%s' %s",
+					 name, file, ctx->ports[i].name, what);
+			return true;
+		}
+	}
+	return false;
 }
 
 int dpflow_ctx_port_add(struct dpflow_ctx *ctx, const char *name,
@@ -252,9 +301,16 @@ int dpflow_ctx_port_add(struct dpflow_ctx *ctx, const char *name,
 		return dpflow_error_set(err, ENOSPC, "ports",
 					"more than %d ports", DPFLOW_PORTS_MAX);
 	cp = &ctx->ports[ctx->n_ports];
-	cp->port = dpflow_port_open(ctx->pool, uri, err);
+	cp->port = ctx->check_only ? dpflow_port_open_check(ctx->pool, uri, err)
+				   : dpflow_port_open(ctx->pool, uri, err);
 	if (!cp->port)
 		return -(err ? err->code : EINVAL);
+	if (port_files_collide(ctx, name, cp->port, err)) {
+		dpflow_port_discard(cp->port);
+		dpflow_port_close(cp->port);
+		cp->port = NULL;
+		return -EINVAL;
+	}
 	snprintf(cp->name, sizeof(cp->name), "%s", name);
 	cp->root = NULL;
 	return (int)ctx->n_ports++;
@@ -601,7 +657,8 @@ static int check_ct(const struct dpflow_pipe_cfg *cfg, struct dpflow_error *err)
 	for (unsigned s = 0; s < DPFLOW_ARRAY_SIZE(c->timeout_ms); s++)
 		if (c->timeout_ms[s] &&
 		    (s == 0 || s >= DPFLOW_CT_STATE_COUNT ||
-		     c->timeout_ms[s] > DPFLOW_CT_TIMEOUT_MAX))
+		     (c->timeout_ms[s] > DPFLOW_CT_TIMEOUT_MAX &&
+		      c->timeout_ms[s] != DPFLOW_CT_TIMEOUT_NEVER)))
 			return dpflow_error_set(err, EINVAL, "ct.timeouts",
 						"pipe '%s': timeout %u ms for "
 						"state %u out of range",

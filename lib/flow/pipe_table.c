@@ -588,8 +588,11 @@ static int ct_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
 		  (c->evict ? DPFLOW_CT_F_EVICT : 0);
 	p.seed = 0x63745f70u;
 	for (unsigned s = 1; s < DPFLOW_CT_STATE_COUNT; s++)
-		if (c->timeout_ms[s])
-			p.timeout_ms[s] = c->timeout_ms[s];
+		if (c->timeout_ms[s]) /* the image's 0 is never */
+			p.timeout_ms[s] =
+			    c->timeout_ms[s] == DPFLOW_CT_TIMEOUT_NEVER
+				? 0
+				: c->timeout_ms[s];
 	pipe->images[0] = dpflow_ct_create(&p, err);
 	if (!pipe->images[0])
 		return -(err && err->code ? err->code : ENOMEM);

@@ -86,10 +86,13 @@ int dpflow_edit_encap_build(struct dpflow_edit_encap *t,
 	if ((p->type == DPFLOW_TUN_VXLAN || p->type == DPFLOW_TUN_GENEVE) &&
 	    p->vni > 0xffffff)
 		return encap_fail(t, err, "vni", "more than 24 bits", p->vni);
-	if (p->vni && (p->type == DPFLOW_TUN_IPIP ||
-		       (p->type == DPFLOW_TUN_GRE &&
-			!(p->flags & DPFLOW_EDIT_ENCAP_F_GRE_KEY))))
-		return encap_fail(t, err, "vni", "no VNI or key in this header",
+	if (p->vni && p->type == DPFLOW_TUN_IPIP)
+		return encap_fail(t, err, "vni", "IP-in-IP has no VNI or key",
+				  p->vni);
+	if (p->vni && p->type == DPFLOW_TUN_GRE &&
+	    !(p->flags & DPFLOW_EDIT_ENCAP_F_GRE_KEY))
+		return encap_fail(t, err, "vni",
+				  "a GRE key needs DPFLOW_EDIT_ENCAP_F_GRE_KEY",
 				  p->vni);
 	if (p->flow_label > 0xfffff || (p->flow_label && v4))
 		return encap_fail(t, err, "flow_label",

@@ -2,12 +2,15 @@
  * Ports, the generic layer: parses the URI, validates every public call's
  * arguments, assigns port ids and dispatches to the backend's ops table
  * (port_internal.h). Backends are found by kind in one table below.
+ * dpflow_port_open_check() goes the same way to the backend's check op
+ * and returns a placeholder port: no backend knowledge lives here.
  *
  * Open and close run on control threads (ids are handed out under a lock);
  * the data-path calls add only argument checks to the backend's work.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,58 +155,64 @@ static int parse_uri(char *buf, const char **kind, struct port_args *args,
 	}
 }
 
-static const struct dpflow_port_ops *find_backend(const char *kind)
+/*
+ * Parse @uri into @args (its strings live in *@buf, which the caller frees,
+ * on error too) and find its backend. Returns the backend's index in
+ * backends[], or a negative errno with @err filled.
+ */
+static int find_backend(const char *uri, char **buf, struct port_args *args,
+			struct dpflow_error *err)
 {
+	char known[128] = "";
+	const char *kind;
+	int rc;
+
+	*buf = NULL;
+	if (!uri)
+		return dpflow_error_set(err, EINVAL, "uri", "no URI given");
+	*buf = strdup(uri);
+	if (!*buf)
+		return dpflow_error_set(err, ENOMEM, "uri",
+					"no memory for '%s'", uri);
+	args->uri = uri;
+	rc = parse_uri(*buf, &kind, args, err);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(backends); i++)
 		if (!strcmp(backends[i]->kind, kind))
-			return backends[i];
-	return NULL;
+			return (int)i;
+#ifndef DPFLOW_HAVE_DPDK
+	if (!strcmp(kind, "dpdk"))
+		return dpflow_error_set(err, ENOTSUP, "kind",
+					"'%s': this dpflow was built without "
+					"DPDK (libdpdk-dev)",
+					uri);
+#endif
+	/* every backend built in, from the table */
+	for (size_t i = 0, n = 0;
+	     i < DPFLOW_ARRAY_SIZE(backends) && n < sizeof(known); i++)
+		n += (size_t)snprintf(known + n, sizeof(known) - n, "%s%s",
+				      i ? ", " : "", backends[i]->kind);
+	return dpflow_error_set(err, EINVAL, "kind",
+				"unknown port kind '%s' in '%s' (known: %s)",
+				kind, uri, known);
 }
 
-struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool, const char *uri,
-				     struct dpflow_error *err)
+/*
+ * A port of @ops (@size bytes, zeroed but for the common fields: a copy
+ * of @uri as its name, an id, @pool, n_rxq = n_txq = 1, link_type = -1).
+ * NULL with @err filled.
+ */
+static struct dpflow_port *port_new(const struct dpflow_port_ops *ops,
+				    size_t size, struct dpflow_pool *pool,
+				    const char *uri, struct dpflow_error *err)
 {
-	struct port_args args;
-	const struct dpflow_port_ops *ops;
-	struct dpflow_port *port = NULL;
-	const char *kind;
-	size_t size;
-	char *buf;
+	struct dpflow_port *port;
 	int id;
 
-	dpflow_error_clear(err);
-	if (!uri) {
-		dpflow_error_set(err, EINVAL, "uri", "no URI given");
-		return NULL;
-	}
-	buf = strdup(uri);
-	if (!buf) {
-		dpflow_error_set(err, ENOMEM, "uri", "no memory for '%s'", uri);
-		return NULL;
-	}
-	args.uri = uri;
-	if (parse_uri(buf, &kind, &args, err) < 0)
-		goto err_buf;
-	ops = find_backend(kind);
-#ifndef DPFLOW_HAVE_DPDK
-	if (!ops && !strcmp(kind, "dpdk")) {
-		dpflow_error_set(err, ENOTSUP, "kind",
-				 "'%s': this dpflow was built without DPDK "
-				 "(libdpdk-dev)",
-				 uri);
-		goto err_buf;
-	}
-#endif
-	if (!ops) {
-		dpflow_error_set(err, EINVAL, "kind",
-				 "unknown port kind '%s' in '%s' (known: pcap, "
-				 "ring)",
-				 kind, uri);
-		goto err_buf;
-	}
 	/* Backends may align members to a cache line: honour it. */
-	size = (ops->size + DPFLOW_CACHE_LINE - 1) &
-	       ~(size_t)(DPFLOW_CACHE_LINE - 1);
+	size =
+	    (size + DPFLOW_CACHE_LINE - 1) & ~(size_t)(DPFLOW_CACHE_LINE - 1);
 	port = aligned_alloc(DPFLOW_CACHE_LINE, size);
 	if (port)
 		memset(port, 0, size);
@@ -224,20 +233,41 @@ struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool, const char *uri,
 	port->n_rxq = 1;
 	port->n_txq = 1;
 	port->link_type = -1;
-	if (ops->open(port, &args, err) < 0)
-		goto err_id;
-	free(buf);
 	return port;
 
-err_id:
-	id_put(port->id);
 err_port:
 	if (port)
 		free(port->name);
 	free(port);
-err_buf:
-	free(buf);
 	return NULL;
+}
+
+/* Free what port_new() allocated. */
+static void port_free(struct dpflow_port *port)
+{
+	id_put(port->id);
+	free(port->name);
+	free(port);
+}
+
+struct dpflow_port *dpflow_port_open(struct dpflow_pool *pool, const char *uri,
+				     struct dpflow_error *err)
+{
+	struct dpflow_port *port = NULL;
+	struct port_args args;
+	char *buf;
+	int b;
+
+	dpflow_error_clear(err);
+	b = find_backend(uri, &buf, &args, err);
+	if (b >= 0)
+		port = port_new(backends[b], backends[b]->size, pool, uri, err);
+	if (port && port->ops->open(port, &args, err) < 0) {
+		port_free(port);
+		port = NULL;
+	}
+	free(buf);
+	return port;
 }
 
 void dpflow_port_close(struct dpflow_port *port)
@@ -245,9 +275,92 @@ void dpflow_port_close(struct dpflow_port *port)
 	if (!port)
 		return;
 	port->ops->close(port);
-	id_put(port->id);
-	free(port->name);
-	free(port);
+	port_free(port);
+}
+
+/* ---- checking without opening (dpflow_port_open_check) ---------------- */
+
+/* A placeholder: the kind and URI of a port that was only checked, and
+ * the files it would read and write (resolved), for the context's check
+ * that no two ports write one file. */
+struct port_placeholder {
+	struct dpflow_port up;
+	char *path[2]; /* rx, tx; NULL: none */
+};
+
+static void placeholder_stats(const struct dpflow_port *port,
+			      struct dpflow_port_stats *stats)
+{
+	(void)port;
+	(void)stats;
+}
+
+static const char *placeholder_path(const struct dpflow_port *port, bool tx)
+{
+	return ((const struct port_placeholder *)port)->path[tx];
+}
+
+static void placeholder_close(struct dpflow_port *port)
+{
+	struct port_placeholder *ph = (struct port_placeholder *)port;
+
+	free(ph->path[0]);
+	free(ph->path[1]);
+}
+
+/* A placeholder's ops, one a backend: its kind, no data path. */
+static struct dpflow_port_ops placeholder_ops[DPFLOW_ARRAY_SIZE(backends)];
+static pthread_once_t placeholder_once = PTHREAD_ONCE_INIT;
+
+static void placeholder_init(void)
+{
+	for (size_t i = 0; i < DPFLOW_ARRAY_SIZE(backends); i++) {
+		placeholder_ops[i].kind = backends[i]->kind;
+		placeholder_ops[i].size = sizeof(struct port_placeholder);
+		placeholder_ops[i].stats = placeholder_stats;
+		placeholder_ops[i].path = placeholder_path;
+		placeholder_ops[i].close = placeholder_close;
+	}
+}
+
+struct dpflow_port *dpflow_port_open_check(struct dpflow_pool *pool,
+					   const char *uri,
+					   struct dpflow_error *err)
+{
+	struct port_placeholder *ph = NULL;
+	struct dpflow_port *port = NULL;
+	char *paths[2] = {NULL, NULL};
+	struct port_args args;
+	char *buf;
+	int b;
+
+	dpflow_error_clear(err);
+	b = find_backend(uri, &buf, &args, err);
+	if (b >= 0 && !backends[b]->check)
+		b = dpflow_error_set(err, ENOTSUP, "kind",
+				     "'%s': a %s port cannot be checked "
+				     "without opening it",
+				     uri, backends[b]->kind);
+	if (b >= 0 && backends[b]->check(&args, pool, paths, err) < 0)
+		b = -1;
+	free(buf);
+	if (b >= 0) {
+		pthread_once(&placeholder_once, placeholder_init);
+		port =
+		    port_new(&placeholder_ops[b], sizeof(*ph), pool, uri, err);
+	}
+	if (!port) {
+		free(paths[0]);
+		free(paths[1]);
+		return NULL;
+	}
+	/* no data path: no queues */
+	port->n_rxq = 0;
+	port->n_txq = 0;
+	ph = (struct port_placeholder *)port;
+	ph->path[0] = paths[0];
+	ph->path[1] = paths[1];
+	return port;
 }
 
 uint16_t dpflow_port_rx_burst(struct dpflow_port *port, uint16_t queue,
@@ -337,4 +450,25 @@ struct dpflow_ring *dpflow_port_ring_tx(struct dpflow_port *port)
 	if (!port || !port->ops->ring)
 		return NULL;
 	return port->ops->ring(port, true);
+}
+
+int dpflow_port_finish(struct dpflow_port *port, struct dpflow_error *err)
+{
+	dpflow_error_clear(err);
+	if (!port || !port->ops->finish)
+		return 0;
+	return port->ops->finish(port, err);
+}
+
+void dpflow_port_discard(struct dpflow_port *port)
+{
+	if (port && port->ops->discard)
+		port->ops->discard(port);
+}
+
+const char *dpflow_port_path(const struct dpflow_port *port, bool tx)
+{
+	if (!port || !port->ops->path)
+		return NULL;
+	return port->ops->path(port, tx);
 }

@@ -38,6 +38,10 @@
  * (time in the past, or none) come back on the socket's error queue: stats
  * reads them and counts them in tx_errors.
  *
+ * Check (dpflow_port_open_check) reads every key with open's code and
+ * looks the interface up; it opens no socket, so what only the kernel can
+ * refuse (CAP_NET_RAW, txtime, the ring's memory) is left to open.
+ *
  * Needs CAP_NET_RAW. Threads: one per queue for rx_burst, one per queue
  * for tx_burst, as every port.
  */
@@ -508,91 +512,118 @@ static void afp_close(struct dpflow_port *port)
 	}
 }
 
-static int afp_open(struct dpflow_port *port, const struct port_args *args,
+/* What an afpacket URI asks for. */
+struct afp_conf {
+	const char *ifname;
+	int ifindex;
+	uint64_t queues, blocks, block_size, fanout, txtime;
+	bool qdisc_bypass;
+};
+
+/*
+ * The keys of @args into @c, for open and check alike: every key, the
+ * ring's geometry and the interface, which must exist.
+ */
+static int afp_args(const struct port_args *args, struct afp_conf *c,
 		    struct dpflow_error *err)
 {
-	struct port_afpacket *p = afp_port(port);
 	bool seen[5] = {false};
-	uint64_t queues = 1, blocks = AFP_BLOCKS_DEFAULT,
-		 bsize = AFP_BLOCK_SIZE_DFLT, fanout = 0, txtime = 0;
-	const char *ifname = NULL;
 	long page = sysconf(_SC_PAGESIZE);
 	int rc;
 
-	for (unsigned i = 0; i < AFP_QUEUES_MAX; i++)
-		p->q[i].fd = -1;
+	memset(c, 0, sizeof(*c));
+	c->queues = 1;
+	c->blocks = AFP_BLOCKS_DEFAULT;
+	c->block_size = AFP_BLOCK_SIZE_DFLT;
 	for (unsigned i = 0; i < args->n; i++) {
 		const struct port_arg *a = &args->a[i];
 
 		if (!a->val && !strcmp(a->key, "qdisc_bypass")) {
-			p->qdisc_bypass = true;
+			c->qdisc_bypass = true;
 			continue;
 		}
-		if (!a->val && !ifname) {
-			ifname = a->key;
+		if (!a->val && !c->ifname) {
+			c->ifname = a->key;
 			continue;
 		}
 		if (!strcmp(a->key, "queues"))
 			rc = port_arg_once(args, a, "queues", &seen[0], err) ||
 			     port_arg_u64(args, a, "queues", 1, AFP_QUEUES_MAX,
-					  &queues, err);
+					  &c->queues, err);
 		else if (!strcmp(a->key, "blocks"))
 			rc = port_arg_once(args, a, "blocks", &seen[1], err) ||
-			     port_arg_u64(args, a, "blocks", 2, 65536, &blocks,
-					  err);
+			     port_arg_u64(args, a, "blocks", 2, 65536,
+					  &c->blocks, err);
 		else if (!strcmp(a->key, "block_size"))
 			rc = port_arg_once(args, a, "block_size", &seen[2],
 					   err) ||
 			     port_arg_u64(args, a, "block_size", 4096,
-					  AFP_BLOCK_SIZE_MAX, &bsize, err);
+					  AFP_BLOCK_SIZE_MAX, &c->block_size,
+					  err);
 		else if (!strcmp(a->key, "fanout"))
 			rc = port_arg_once(args, a, "fanout", &seen[3], err) ||
-			     port_arg_u64(args, a, "fanout", 1, 65535, &fanout,
-					  err);
+			     port_arg_u64(args, a, "fanout", 1, 65535,
+					  &c->fanout, err);
 		else if (!strcmp(a->key, "txtime"))
-			rc =
-			    port_arg_once(args, a, "txtime", &seen[4], err) ||
-			    port_arg_u64(args, a, "txtime", 0, 1, &txtime, err);
+			rc = port_arg_once(args, a, "txtime", &seen[4], err) ||
+			     port_arg_u64(args, a, "txtime", 0, 1, &c->txtime,
+					  err);
 		else
 			rc = port_arg_unknown(args, a, err);
 		if (rc)
 			return -EINVAL;
 	}
-	if (!ifname || strlen(ifname) >= IF_NAMESIZE)
+	if (!c->ifname || strlen(c->ifname) >= IF_NAMESIZE)
 		return dpflow_error_set(err, EINVAL, "interface",
 					"%s: an interface name is needed "
 					"(afpacket:eth0)",
 					args->uri);
-	if (page > 0 && bsize % (uint64_t)page)
-		return dpflow_error_set(err, EINVAL, "block_size",
-					"%s: block_size %llu: a multiple of "
-					"the page size (%ld)",
-					args->uri, (unsigned long long)bsize,
-					page);
-	if (bsize * blocks > AFP_RING_BYTES_MAX)
-		return dpflow_error_set(err, EINVAL, "blocks",
-					"%s: a ring of %llu bytes: at most "
-					"%llu",
-					args->uri,
-					(unsigned long long)(bsize * blocks),
-					AFP_RING_BYTES_MAX);
-	snprintf(p->ifname, sizeof(p->ifname), "%s", ifname);
-	p->ifindex = (int)if_nametoindex(ifname);
-	if (!p->ifindex)
+	if (page > 0 && c->block_size % (uint64_t)page)
+		return dpflow_error_set(
+		    err, EINVAL, "block_size",
+		    "%s: block_size %llu: a multiple of "
+		    "the page size (%ld)",
+		    args->uri, (unsigned long long)c->block_size, page);
+	if (c->block_size * c->blocks > AFP_RING_BYTES_MAX)
+		return dpflow_error_set(
+		    err, EINVAL, "blocks",
+		    "%s: a ring of %llu bytes: at most %llu", args->uri,
+		    (unsigned long long)(c->block_size * c->blocks),
+		    AFP_RING_BYTES_MAX);
+	c->ifindex = (int)if_nametoindex(c->ifname);
+	if (!c->ifindex)
 		return dpflow_error_set(err, ENODEV, "interface",
 					"%s: no interface '%s'", args->uri,
-					ifname);
-	p->blocks = (unsigned)blocks;
-	p->block_size = (uint32_t)bsize;
-	p->txtime = txtime != 0;
+					c->ifname);
+	return 0;
+}
+
+static int afp_open(struct dpflow_port *port, const struct port_args *args,
+		    struct dpflow_error *err)
+{
+	struct port_afpacket *p = afp_port(port);
+	struct afp_conf c;
+	int rc;
+
+	for (unsigned i = 0; i < AFP_QUEUES_MAX; i++)
+		p->q[i].fd = -1;
+	rc = afp_args(args, &c, err);
+	if (rc)
+		return rc;
+	snprintf(p->ifname, sizeof(p->ifname), "%s", c.ifname);
+	p->ifindex = c.ifindex;
+	p->qdisc_bypass = c.qdisc_bypass;
+	p->blocks = (unsigned)c.blocks;
+	p->block_size = (uint32_t)c.block_size;
+	p->txtime = c.txtime != 0;
 	port->tx_paced = p->txtime;
 	p->fanout =
-	    fanout
-		? (uint16_t)fanout
+	    c.fanout
+		? (uint16_t)c.fanout
 		: (uint16_t)((unsigned)getpid() * 31u + (unsigned)p->ifindex);
-	port->n_rxq = port->n_txq = (uint16_t)queues;
+	port->n_rxq = port->n_txq = (uint16_t)c.queues;
 	port->link_type = 1; /* Ethernet */
-	for (unsigned i = 0; i < queues; i++) {
+	for (unsigned i = 0; i < c.queues; i++) {
 		errno = 0;
 		rc = afp_queue_open(p, &p->q[i], args, err);
 		if (rc) {
@@ -601,6 +632,17 @@ static int afp_open(struct dpflow_port *port, const struct port_args *args,
 		}
 	}
 	return 0;
+}
+
+/* Check: the keys and the interface; no socket is opened. */
+static int afp_check(const struct port_args *args, struct dpflow_pool *pool,
+		     char *paths[2], struct dpflow_error *err)
+{
+	struct afp_conf c;
+
+	(void)pool;
+	(void)paths;
+	return afp_args(args, &c, err);
 }
 
 /*
@@ -669,6 +711,7 @@ const struct dpflow_port_ops dpflow_port_afpacket_ops = {
     .kind = "afpacket",
     .size = sizeof(struct port_afpacket),
     .open = afp_open,
+    .check = afp_check,
     .rx_burst = afp_rx_burst,
     .tx_burst = afp_tx_burst,
     .stats = afp_stats,

@@ -31,6 +31,10 @@
  * kernel dropped for want of fill-ring room or receive-ring room are read
  * from XDP_STATISTICS into rx_dropped.
  *
+ * Check (dpflow_port_open_check) reads every key with open's code and
+ * looks the interface up; it opens no socket and attaches no program, so
+ * what only the kernel can refuse (mode, copy, queues) is left to open.
+ *
  * Needs CAP_NET_ADMIN and CAP_BPF (root). Threads: one per queue for
  * rx_burst, one per queue for tx_burst.
  */
@@ -417,75 +421,100 @@ afx_libxdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
-static int afx_open(struct dpflow_port *port, const struct port_args *args,
+/* What an afxdp URI asks for (mode, copy: indices in modes[], copies[]). */
+struct afx_conf {
+	const char *ifname;
+	uint32_t queues, start_queue, frames;
+	unsigned mode, copy;
+};
+
+/*
+ * The keys of @args into @c, for open and check alike: every key, the
+ * frame count and the interface, which must exist.
+ */
+static int afx_args(const struct port_args *args, struct afx_conf *c,
 		    struct dpflow_error *err)
 {
 	static const char *const modes[] = {"auto", "native", "skb", NULL};
 	static const char *const copies[] = {"auto", "on", "off", NULL};
-	struct port_afxdp *p = afx_port(port);
 	bool seen[5] = {false};
-	uint32_t queues = 1, frames = AFX_FRAMES_DEFAULT;
-	unsigned mode = 0, copy = 0;
-	const char *ifname = NULL;
 	int rc = 0;
 
-	libbpf_set_print(afx_libbpf_print);
-	libxdp_set_print(afx_libxdp_print);
-	p->start_queue = 0;
+	memset(c, 0, sizeof(*c));
+	c->queues = 1;
+	c->frames = AFX_FRAMES_DEFAULT;
 	for (unsigned i = 0; i < args->n; i++) {
 		const struct port_arg *a = &args->a[i];
 
-		if (!a->val && !ifname) {
-			ifname = a->key;
+		if (!a->val && !c->ifname) {
+			c->ifname = a->key;
 			continue;
 		}
 		if (!strcmp(a->key, "queues"))
 			rc = port_arg_once(args, a, "queues", &seen[0], err) ||
 			     afx_arg_u32(args, a, "queues", 1, AFX_QUEUES_MAX,
-					 &queues, err);
+					 &c->queues, err);
 		else if (!strcmp(a->key, "start_queue"))
 			rc = port_arg_once(args, a, "start_queue", &seen[1],
 					   err) ||
 			     afx_arg_u32(args, a, "start_queue", 0, 4095,
-					 &p->start_queue, err);
+					 &c->start_queue, err);
 		else if (!strcmp(a->key, "mode"))
-			rc = port_arg_once(args, a, "mode", &seen[2], err) ||
-			     afx_arg_enum(args, a, "mode", modes, &mode, err);
+			rc =
+			    port_arg_once(args, a, "mode", &seen[2], err) ||
+			    afx_arg_enum(args, a, "mode", modes, &c->mode, err);
 		else if (!strcmp(a->key, "copy"))
 			rc = port_arg_once(args, a, "copy", &seen[3], err) ||
-			     afx_arg_enum(args, a, "copy", copies, &copy, err);
+			     afx_arg_enum(args, a, "copy", copies, &c->copy,
+					  err);
 		else if (!strcmp(a->key, "frames"))
 			rc = port_arg_once(args, a, "frames", &seen[4], err) ||
 			     afx_arg_u32(args, a, "frames", AFX_FRAMES_MIN,
-					 AFX_FRAMES_MAX, &frames, err);
+					 AFX_FRAMES_MAX, &c->frames, err);
 		else
 			rc = port_arg_unknown(args, a, err);
 		if (rc)
 			return -EINVAL;
 	}
-	if (!ifname || !*ifname)
+	if (!c->ifname || !*c->ifname)
 		return dpflow_error_set(err, EINVAL, "interface",
 					"%s: needs an interface name "
 					"(afxdp:IFNAME)",
 					args->uri);
-	if (strlen(ifname) >= IF_NAMESIZE || !if_nametoindex(ifname))
+	if (strlen(c->ifname) >= IF_NAMESIZE || !if_nametoindex(c->ifname))
 		return dpflow_error_set(err, ENODEV, "interface",
 					"%s: no interface '%s'", args->uri,
-					ifname);
-	if (frames & (frames - 1))
+					c->ifname);
+	if (c->frames & (c->frames - 1))
 		return dpflow_error_set(err, EINVAL, "frames",
 					"%s: frames=%u: a power of two",
-					args->uri, frames);
-	snprintf(p->ifname, sizeof(p->ifname), "%s", ifname);
-	p->frames = frames;
-	p->libxdp_flags = mode == 1   ? XDP_FLAGS_DRV_MODE
-			  : mode == 2 ? XDP_FLAGS_SKB_MODE
-				      : 0;
-	p->bind_flags = copy == 1 ? XDP_COPY : copy == 2 ? XDP_ZEROCOPY : 0;
-	p->zerocopy_required = copy == 2;
-	port->n_rxq = (uint16_t)queues;
-	port->n_txq = (uint16_t)queues;
-	for (unsigned i = 0; i < queues; i++) {
+					args->uri, c->frames);
+	return 0;
+}
+
+static int afx_open(struct dpflow_port *port, const struct port_args *args,
+		    struct dpflow_error *err)
+{
+	struct port_afxdp *p = afx_port(port);
+	struct afx_conf c;
+	int rc;
+
+	libbpf_set_print(afx_libbpf_print);
+	libxdp_set_print(afx_libxdp_print);
+	rc = afx_args(args, &c, err);
+	if (rc)
+		return rc;
+	snprintf(p->ifname, sizeof(p->ifname), "%s", c.ifname);
+	p->start_queue = c.start_queue;
+	p->frames = c.frames;
+	p->libxdp_flags = c.mode == 1	? XDP_FLAGS_DRV_MODE
+			  : c.mode == 2 ? XDP_FLAGS_SKB_MODE
+					: 0;
+	p->bind_flags = c.copy == 1 ? XDP_COPY : c.copy == 2 ? XDP_ZEROCOPY : 0;
+	p->zerocopy_required = c.copy == 2;
+	port->n_rxq = (uint16_t)c.queues;
+	port->n_txq = (uint16_t)c.queues;
+	for (unsigned i = 0; i < c.queues; i++) {
 		rc = afx_queue_open(p, i, args, err);
 		if (rc) {
 			afx_close(port);
@@ -495,10 +524,22 @@ static int afx_open(struct dpflow_port *port, const struct port_args *args,
 	return 0;
 }
 
+/* Check: the keys and the interface; no socket, no XDP program. */
+static int afx_check(const struct port_args *args, struct dpflow_pool *pool,
+		     char *paths[2], struct dpflow_error *err)
+{
+	struct afx_conf c;
+
+	(void)pool;
+	(void)paths;
+	return afx_args(args, &c, err);
+}
+
 const struct dpflow_port_ops dpflow_port_afxdp_ops = {
     .kind = "afxdp",
     .size = sizeof(struct port_afxdp),
     .open = afx_open,
+    .check = afx_check,
     .rx_burst = afx_rx_burst,
     .tx_burst = afx_tx_burst,
     .stats = afx_stats,

@@ -644,18 +644,29 @@ static int dpdk_txtime_setup(struct port_dpdk *p, const struct port_args *args,
 	return 0;
 }
 
-static int dpdk_open(struct dpflow_port *port, const struct port_args *args,
+/* What a dpdk URI asks for: the keys, the devargs and the ethdev name. */
+struct dpdk_conf {
+	uint64_t queues, rxd, txd, mbufs, txtime;
+	const char *eal_arg;
+	char spec[DPDK_SPEC_MAX]; /* the devargs, ';' turned to ',' */
+	char name[RTE_ETH_NAME_MAX_LEN];
+	bool pci;
+};
+
+/*
+ * The keys of @args into @c, for open and check alike: every key, the
+ * device spec, and the mbuf count (defaulted and capped).
+ */
+static int dpdk_args(const struct port_args *args, struct dpdk_conf *c,
 		     struct dpflow_error *err)
 {
-	struct port_dpdk *p = dpdk_port(port);
-	bool seen[6] = {false}, pci, have_port = false;
-	uint64_t queues = 1, rxd = DPDK_DESC_DEFAULT, txd = DPDK_DESC_DEFAULT,
-		 mbufs = 0, txtime = 0;
-	const char *eal_arg = NULL;
-	char dev[DPDK_SPEC_MAX], spec[DPDK_SPEC_MAX];
-	char name[RTE_ETH_NAME_MAX_LEN];
+	bool seen[6] = {false};
+	char dev[DPDK_SPEC_MAX];
 	int rc = 0;
 
+	memset(c, 0, sizeof(*c));
+	c->queues = 1;
+	c->rxd = c->txd = DPDK_DESC_DEFAULT;
 	dev[0] = '\0';
 	for (unsigned i = 0; i < args->n; i++) {
 		const struct port_arg *a = &args->a[i];
@@ -663,27 +674,27 @@ static int dpdk_open(struct dpflow_port *port, const struct port_args *args,
 		if (!strcmp(a->key, "queues"))
 			rc = port_arg_once(args, a, "queues", &seen[0], err) ||
 			     port_arg_u64(args, a, "queues", 1, DPDK_QUEUES_MAX,
-					  &queues, err);
+					  &c->queues, err);
 		else if (!strcmp(a->key, "rxd"))
 			rc = port_arg_once(args, a, "rxd", &seen[1], err) ||
 			     port_arg_u64(args, a, "rxd", 1, DPDK_DESC_MAX,
-					  &rxd, err);
+					  &c->rxd, err);
 		else if (!strcmp(a->key, "txd"))
 			rc = port_arg_once(args, a, "txd", &seen[2], err) ||
 			     port_arg_u64(args, a, "txd", 1, DPDK_DESC_MAX,
-					  &txd, err);
+					  &c->txd, err);
 		else if (!strcmp(a->key, "mbufs"))
 			rc = port_arg_once(args, a, "mbufs", &seen[3], err) ||
 			     port_arg_u64(args, a, "mbufs", DPDK_MBUFS_MIN,
-					  DPDK_MBUFS_MAX, &mbufs, err);
+					  DPDK_MBUFS_MAX, &c->mbufs, err);
 		else if (!strcmp(a->key, "txtime"))
-			rc =
-			    port_arg_once(args, a, "txtime", &seen[4], err) ||
-			    port_arg_u64(args, a, "txtime", 0, 1, &txtime, err);
+			rc = port_arg_once(args, a, "txtime", &seen[4], err) ||
+			     port_arg_u64(args, a, "txtime", 0, 1, &c->txtime,
+					  err);
 		else if (!strcmp(a->key, "eal")) {
 			rc = port_arg_once(args, a, "eal", &seen[5], err) ||
 			     port_arg_need_value(args, a, "eal", err);
-			eal_arg = a->val;
+			c->eal_arg = a->val;
 		} else if (i == 0) {
 			/* the device: the generic layer split it at its
 			 * first '=', which is put back */
@@ -706,38 +717,53 @@ static int dpdk_open(struct dpflow_port *port, const struct port_args *args,
 					"(dpdk:0000:03:00.0, dpdk:net_ring0, "
 					"dpdk:net_pcap0;rx_pcap=in.pcap)",
 					args->uri);
-	if (semi_to_comma(spec, sizeof(spec), dev))
+	if (semi_to_comma(c->spec, sizeof(c->spec), dev))
 		return dpflow_error_set(err, EINVAL, "device",
 					"%s: device spec too long", args->uri);
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ","), spec);
-	pci = is_pci_addr(name);
-	if (!mbufs)
-		mbufs = queues * (rxd + txd + 2 * DPFLOW_BURST_MAX) + 1024;
-	if (mbufs > DPDK_MBUFS_MAX)
-		mbufs = DPDK_MBUFS_MAX;
-	p->txtime = txtime != 0;
+	snprintf(c->name, sizeof(c->name), "%.*s", (int)strcspn(c->spec, ","),
+		 c->spec);
+	c->pci = is_pci_addr(c->name);
+	if (!c->mbufs)
+		c->mbufs =
+		    c->queues * (c->rxd + c->txd + 2 * DPFLOW_BURST_MAX) + 1024;
+	if (c->mbufs > DPDK_MBUFS_MAX)
+		c->mbufs = DPDK_MBUFS_MAX;
+	return 0;
+}
+
+static int dpdk_open(struct dpflow_port *port, const struct port_args *args,
+		     struct dpflow_error *err)
+{
+	struct port_dpdk *p = dpdk_port(port);
+	struct dpdk_conf c;
+	bool have_port = false;
+	int rc = dpdk_args(args, &c, err);
+
+	if (rc)
+		return rc;
+	p->txtime = c.txtime != 0;
 	port->tx_paced = p->txtime;
-	if (!strncmp(name, "net_pcap", 8)) {
-		p->finite = !spec_has(spec, "rx_iface", NULL) &&
-			    !spec_has(spec, "rx_iface_in", NULL) &&
-			    !spec_has(spec, "iface", NULL) &&
-			    !spec_has(spec, "infinite_rx", "1");
-		p->no_input = p->finite && !spec_has(spec, "rx_pcap", NULL);
+	if (!strncmp(c.name, "net_pcap", 8)) {
+		p->finite = !spec_has(c.spec, "rx_iface", NULL) &&
+			    !spec_has(c.spec, "rx_iface_in", NULL) &&
+			    !spec_has(c.spec, "iface", NULL) &&
+			    !spec_has(c.spec, "infinite_rx", "1");
+		p->no_input = p->finite && !spec_has(c.spec, "rx_pcap", NULL);
 	}
 
 	pthread_mutex_lock(&eal.lock);
-	rc = eal_ensure(eal_arg, name, pci, args, err);
+	rc = eal_ensure(c.eal_arg, c.name, c.pci, args, err);
 	if (!rc) {
-		rc = dpdk_find(p, name, spec, pci, args, err);
+		rc = dpdk_find(p, c.name, c.spec, c.pci, args, err);
 		have_port = !rc;
 	}
 	pthread_mutex_unlock(&eal.lock);
 	if (rc)
 		return rc < 0 ? rc : -EINVAL;
-	port->n_rxq = port->n_txq = (uint16_t)queues;
+	port->n_rxq = port->n_txq = (uint16_t)c.queues;
 	port->link_type = 1; /* Ethernet */
-	rc = dpdk_setup(p, (uint16_t)queues, (uint16_t)rxd, (uint16_t)txd,
-			(uint32_t)mbufs, name, args, err);
+	rc = dpdk_setup(p, (uint16_t)c.queues, (uint16_t)c.rxd, (uint16_t)c.txd,
+			(uint32_t)c.mbufs, c.name, args, err);
 	if (!rc && p->txtime)
 		rc = dpdk_txtime_setup(p, args, err);
 	if (rc) {
@@ -745,6 +771,21 @@ static int dpdk_open(struct dpflow_port *port, const struct port_args *args,
 		return rc;
 	}
 	return 0;
+}
+
+/*
+ * Check: the keys and the device spec only. Whether the device exists is
+ * known only to a running EAL, and starting one takes hugepages, devices
+ * and files: left to open.
+ */
+static int dpdk_check(const struct port_args *args, struct dpflow_pool *pool,
+		      char *paths[2], struct dpflow_error *err)
+{
+	struct dpdk_conf c;
+
+	(void)pool;
+	(void)paths;
+	return dpdk_args(args, &c, err);
 }
 
 static bool dpdk_rx_done(const struct dpflow_port *port)
@@ -783,6 +824,7 @@ const struct dpflow_port_ops dpflow_port_dpdk_ops = {
     .kind = "dpdk",
     .size = sizeof(struct port_dpdk),
     .open = dpdk_open,
+    .check = dpdk_check,
     .rx_burst = dpdk_rx_burst,
     .tx_burst = dpdk_tx_burst,
     .rx_done = dpdk_rx_done,

@@ -185,18 +185,30 @@ static int gen_build(struct port_gen *p, const struct dpflow_gen_profile *prof,
 	return 0;
 }
 
-static int gen_open(struct dpflow_port *port, const struct port_args *args,
-		    struct dpflow_error *err)
-{
-	struct port_gen *p = gen_port(port);
+/* What a gen URI asks for. */
+struct gen_conf {
 	struct dpflow_gen_profile prof;
-	bool seen[4] = {false}, loop = false;
-	uint64_t queues = 1, rate = 0, templates = GEN_TEMPLATES_DEFAULT;
+	uint64_t queues, rate, templates;
+	bool loop;
+};
+
+/*
+ * The keys of @args into @c, for open and check alike: the profile and its
+ * keys, the port's own keys; receiving needs @pool.
+ */
+static int gen_args(const struct port_args *args, struct dpflow_pool *pool,
+		    struct gen_conf *c, struct dpflow_error *err)
+{
+	bool seen[4] = {false};
 	const char *name = "default";
 	unsigned first = 0;
 	int rc;
 
-	if (!port->pool)
+	c->queues = 1;
+	c->rate = 0;
+	c->templates = GEN_TEMPLATES_DEFAULT;
+	c->loop = false;
+	if (!pool)
 		return dpflow_error_set(err, EINVAL, "pool",
 					"%s: a gen port needs a pool",
 					args->uri);
@@ -204,7 +216,7 @@ static int gen_open(struct dpflow_port *port, const struct port_args *args,
 		name = args->a[0].key;
 		first = 1;
 	}
-	if (dpflow_gen_profile_init(&prof, name, err))
+	if (dpflow_gen_profile_init(&c->prof, name, err))
 		return -EINVAL;
 	for (unsigned i = first; i < args->n; i++) {
 		const struct port_arg *a = &args->a[i];
@@ -214,32 +226,44 @@ static int gen_open(struct dpflow_port *port, const struct port_args *args,
 		else if (!strcmp(a->key, "queues"))
 			rc = port_arg_once(args, a, "queues", &seen[1], err) ||
 			     port_arg_u64(args, a, "queues", 1, GEN_QUEUES_MAX,
-					  &queues, err);
+					  &c->queues, err);
 		else if (!strcmp(a->key, "rate"))
 			rc = port_arg_once(args, a, "rate", &seen[2], err) ||
-			     port_arg_u64(args, a, "rate", 1, 1ull << 40, &rate,
-					  err);
+			     port_arg_u64(args, a, "rate", 1, 1ull << 40,
+					  &c->rate, err);
 		else if (!strcmp(a->key, "templates"))
-			rc = port_arg_once(args, a, "templates", &seen[3],
-					   err) ||
-			     port_arg_u64(args, a, "templates", 1,
-					  GEN_TEMPLATES_MAX, &templates, err);
+			rc =
+			    port_arg_once(args, a, "templates", &seen[3],
+					  err) ||
+			    port_arg_u64(args, a, "templates", 1,
+					 GEN_TEMPLATES_MAX, &c->templates, err);
 		else if (a->val)
-			rc = dpflow_gen_profile_set(&prof, a->key, a->val, err);
+			rc = dpflow_gen_profile_set(&c->prof, a->key, a->val,
+						    err);
 		else
 			rc = port_arg_unknown(args, a, err);
 		if (rc)
 			return -EINVAL;
-		if (!strcmp(a->key, "loop"))
-			loop = true;
 	}
-	rc = gen_build(p, &prof, templates, args, err);
+	c->loop = seen[0];
+	return 0;
+}
+
+static int gen_open(struct dpflow_port *port, const struct port_args *args,
+		    struct dpflow_error *err)
+{
+	struct port_gen *p = gen_port(port);
+	struct gen_conf c;
+	uint64_t queues;
+	int rc = gen_args(args, port->pool, &c, err);
+
+	if (!rc)
+		rc = gen_build(p, &c.prof, c.templates, args, err);
 	if (rc) {
 		gen_close(port);
 		return rc;
 	}
-	if (queues > p->n_tmpl)
-		queues = p->n_tmpl;
+	queues = c.queues > p->n_tmpl ? p->n_tmpl : c.queues;
 	p->q = aligned_alloc(64, queues * sizeof(*p->q));
 	if (!p->q) {
 		gen_close(port);
@@ -250,12 +274,12 @@ static int gen_open(struct dpflow_port *port, const struct port_args *args,
 	for (unsigned i = 0; i < queues; i++) {
 		struct gen_queue *q = &p->q[i];
 
-		q->share =
-		    loop ? UINT64_MAX
-			 : prof.count / queues + (i < prof.count % queues);
+		q->share = c.loop ? UINT64_MAX
+				  : c.prof.count / queues +
+					(i < c.prof.count % queues);
 		q->next = i;
-		if (rate)
-			q->per_tick = (double)rate / (double)queues /
+		if (c.rate)
+			q->per_tick = (double)c.rate / (double)queues /
 				      (double)dpflow_tsc_hz();
 	}
 	port->n_rxq = (uint16_t)queues;
@@ -263,10 +287,33 @@ static int gen_open(struct dpflow_port *port, const struct port_args *args,
 	return 0;
 }
 
+/*
+ * Check: the keys, and the templates built (in process memory, then freed)
+ * so that a packet too large for @pool's data room is refused as open
+ * refuses it.
+ */
+static int gen_check(const struct port_args *args, struct dpflow_pool *pool,
+		     char *paths[2], struct dpflow_error *err)
+{
+	struct port_gen p;
+	struct gen_conf c;
+	int rc = gen_args(args, pool, &c, err);
+
+	(void)paths;
+	if (rc)
+		return rc;
+	memset(&p, 0, sizeof(p));
+	p.up.pool = pool;
+	rc = gen_build(&p, &c.prof, c.templates, args, err);
+	gen_close(&p.up);
+	return rc;
+}
+
 const struct dpflow_port_ops dpflow_port_gen_ops = {
     .kind = "gen",
     .size = sizeof(struct port_gen),
     .open = gen_open,
+    .check = gen_check,
     .rx_burst = gen_rx_burst,
     .rx_done = gen_rx_done,
     .stats = gen_stats,

@@ -81,6 +81,23 @@ struct dpflow_port_ops {
 		    struct dpflow_error *err);
 
 	/*
+	 * Check @args as open would, opening nothing (dpflow_port_open_check,
+	 * `dpflow validate`): every key with open's own parsing code and
+	 * messages, then what can be checked without side effects (a file
+	 * readable, a path writable, an interface present). Never creates,
+	 * truncates or opens for writing a file, a socket or a device, and
+	 * holds nothing when it returns. @pool is what open would get (may be
+	 * NULL). On success @paths[0] and @paths[1] get the files the port
+	 * would read and write, resolved as the path op gives them (malloc'ed,
+	 * the caller frees them; left NULL when there are none). Returns 0, or
+	 * a negative errno with @err as open fills it; @paths are then left
+	 * NULL. NULL op: the backend cannot be checked, and the generic layer
+	 * refuses the URI. Control thread.
+	 */
+	int (*check)(const struct port_args *args, struct dpflow_pool *pool,
+		     char *paths[2], struct dpflow_error *err);
+
+	/*
 	 * Receive up to @n (1..DPFLOW_BURST_MAX) packets from @queue
 	 * (< n_rxq) into @idx, allocated from port->pool (never NULL here),
 	 * with data_off, data_len, port, queue and rx_ts_ns set. Ownership of
@@ -123,6 +140,32 @@ struct dpflow_port_ops {
 	 * are freed to their pool.
 	 */
 	void (*close)(struct dpflow_port *port);
+
+	/*
+	 * The file the port reads (@tx false) or writes, resolved (symlinks
+	 * and ./ followed: the realpath of the file, or of its directory and
+	 * the base name when it does not exist yet), for the context's check
+	 * that no two ports write, or write and read, one file. NULL: no such
+	 * file, or one exempt from the check (a device, a FIFO). The op may
+	 * be NULL: the backend has no files. Control thread.
+	 */
+	const char *(*path)(const struct dpflow_port *port, bool tx);
+
+	/*
+	 * The end of a run, with no data-path call in flight: flush pending
+	 * output and report the first error either side met (input
+	 * unreadable or cut short, a failed write). Returns 0 or a negative
+	 * errno with @err naming the file and, for input, the packet (from
+	 * 1). NULL op: the backend cannot fail so.
+	 */
+	int (*finish)(struct dpflow_port *port, struct dpflow_error *err);
+
+	/*
+	 * From now on close leaves nothing behind: output written so far is
+	 * dropped and a file the port would replace stays as it was. NULL op:
+	 * the backend leaves nothing to discard. Control thread.
+	 */
+	void (*discard)(struct dpflow_port *port);
 };
 
 /*

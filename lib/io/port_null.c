@@ -52,15 +52,34 @@ static void null_stats(const struct dpflow_port *port,
 	s->tx_bytes = port_ctr_read(&p->tx_bytes);
 }
 
-static int null_open(struct dpflow_port *port, const struct port_args *args,
-		     struct dpflow_error *err)
+/* The keys of @args, for open and check alike: at most a bare NAME. */
+static int null_args(const struct port_args *args, struct dpflow_error *err)
 {
 	for (unsigned i = 0; i < args->n; i++)
 		if (i || args->a[i].val)
 			return port_arg_unknown(args, &args->a[i], err);
+	return 0;
+}
+
+static int null_open(struct dpflow_port *port, const struct port_args *args,
+		     struct dpflow_error *err)
+{
+	int rc = null_args(args, err);
+
+	if (rc)
+		return rc;
 	port->n_rxq = 0;
 	port->n_txq = 1;
 	return 0;
+}
+
+/* Check: the keys (open acquires nothing more). */
+static int null_check(const struct port_args *args, struct dpflow_pool *pool,
+		      char *paths[2], struct dpflow_error *err)
+{
+	(void)pool;
+	(void)paths;
+	return null_args(args, err);
 }
 
 static void null_close(struct dpflow_port *port)
@@ -72,6 +91,7 @@ const struct dpflow_port_ops dpflow_port_null_ops = {
     .kind = "null",
     .size = sizeof(struct port_null),
     .open = null_open,
+    .check = null_check,
     .tx_burst = null_tx_burst,
     .rx_done = null_rx_done,
     .stats = null_stats,

@@ -19,14 +19,36 @@
  *
  * Transmit: one queue; each packet becomes one record stamped tx_time_ns,
  * else rx_ts_ns, else the current time, and is freed to its pool. Output is
- * buffered by stdio and flushed at close.
+ * buffered by stdio. It goes to a temporary file beside the target
+ * (".NAME.XXXXXX", created with O_EXCL, the target's mode when it exists),
+ * renamed onto the target at close; a discarded port, or one whose writes
+ * failed, removes the temporary file and leaves the target as it was. A
+ * target that is a symlink is followed (the file it names is replaced). A
+ * target that exists and is not a regular file (a FIFO, /dev/null), or
+ * lies under /dev or /proc (/dev/stdout), is written directly.
+ *
+ * Errors: a capture that cannot be read to its end (cut mid-record) ends
+ * the input; the first such error and the first failed write are kept for
+ * dpflow_port_finish(), with the file and the packet number.
+ *
+ * Check (dpflow_port_open_check): the keys through open's own code, the rx
+ * file opened as a capture and closed (a FIFO or device only tested for
+ * read access: its header would be taken from the writer), the tx target
+ * through open's own resolution (directory, rx file) and then only tested for
+ * write access: nothing is created, truncated or opened for writing.
  *
  * Threads: one receiving thread and one transmitting thread at a time; the
  * two sides share nothing but the port.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <pcap/pcap.h>
 
@@ -83,11 +105,22 @@ struct port_pcap {
 	const uint8_t *pend_data;	    /* valid until the next read */
 	enum link_kind link;
 	bool rx_eof;
+	uint64_t rx_records; /* records read, delivered or not */
+	int rx_err;	     /* the read error that ended the input, or 0 */
 	struct rx_ctrs rxc;
 	/* transmit side: used by the transmitting thread */
 	pcap_t *tx_dead DPFLOW_CACHE_ALIGNED;
 	pcap_dumper_t *tx;
+	int tx_err; /* the first failed write's errno, or 0 */
 	struct tx_ctrs txc;
+	/* cold: set at open, read at finish and close */
+	char *rx_file;	 /* rx= as given */
+	char *rx_real;	 /* its realpath, NULL for a device or FIFO */
+	char *tx_file;	 /* tx= as given */
+	char *tx_real;	 /* the target resolved, NULL: exempt (direct) */
+	char *tx_tmp;	 /* the temporary file, NULL: written directly */
+	bool tx_discard; /* close removes tx_tmp */
+	char rx_msg[DPFLOW_ERROR_MSG_MAX]; /* libpcap's words for rx_err */
 };
 
 /* A received record, seen as an Ethernet frame. */
@@ -265,13 +298,20 @@ static bool read_next(struct port_pcap *pp, struct rx_ctrs *c)
 	if (DPFLOW_LIKELY(r == 1)) {
 		pp->pend_hdr = h;
 		pp->pend_data = data;
+		pp->rx_records++;
 		return true;
 	}
 	if (r == PCAP_ERROR) {
 		c->errors++;
+		pp->rx_err = EIO;
+		snprintf(pp->rx_msg, sizeof(pp->rx_msg), "%s",
+			 pcap_geterr(pp->rx));
 		DPFLOW_LOG_RL(DPFLOW_LOG_ERR, "port", 1, 1000,
-			      "%s: read failed, input ends here: %s",
-			      pp->up.name, pcap_geterr(pp->rx));
+			      "%s: read failed at packet %llu, input ends "
+			      "here: %s",
+			      pp->up.name,
+			      (unsigned long long)pp->rx_records + 1,
+			      pp->rx_msg);
 	}
 	/* PCAP_ERROR_BREAK: end of file (0 is for live captures only). */
 	pp->rx_eof = true;
@@ -378,9 +418,11 @@ static uint16_t file_tx_burst(struct dpflow_port *port, uint16_t queue,
 		bytes += m->data_len;
 	}
 	if (DPFLOW_UNLIKELY(ferror(pcap_dump_file(pp->tx)))) {
+		if (!pp->tx_err)
+			pp->tx_err = errno ? errno : EIO;
 		DPFLOW_LOG_RL(DPFLOW_LOG_ERR, "port", 1, 1000,
 			      "%s: write failed: %s", port->name,
-			      strerror(errno));
+			      strerror(pp->tx_err));
 		bad += written;
 		written = 0;
 		bytes = 0;
@@ -417,12 +459,83 @@ static void file_stats(const struct dpflow_port *port,
 	s->tx_errors = port_ctr_read(&pp->txc.errors);
 }
 
+/*
+ * The directory of @path: what precedes its last '/' ("/" for a file at
+ * the root), "." when it has none. malloc'ed; NULL: no memory.
+ */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	return strndup(path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+/*
+ * @path resolved: its realpath when it exists, else the realpath of its
+ * directory joined with its base name. malloc'ed; NULL with errno set when
+ * the directory cannot be resolved (or no memory).
+ */
+static char *resolve(const char *path)
+{
+	char *real = realpath(path, NULL), *dir, *rdir, *out = NULL;
+	const char *slash;
+
+	if (real || errno != ENOENT)
+		return real;
+	slash = strrchr(path, '/');
+	dir = dir_of(path);
+	if (!dir)
+		return NULL;
+	rdir = realpath(dir, NULL);
+	free(dir);
+	if (!rdir)
+		return NULL;
+	if (asprintf(&out, "%s/%s", strcmp(rdir, "/") ? rdir : "",
+		     slash ? slash + 1 : path) < 0)
+		out = NULL;
+	free(rdir);
+	return out;
+}
+
+/*
+ * Does @path lie in /dev or /proc, where names stand for descriptors and
+ * devices (/dev/stdout), so that replacing the file would be wrong?
+ */
+static bool in_dev_or_proc(const char *path)
+{
+	char *dir, *rdir;
+	bool in;
+
+	if (!strchr(path, '/'))
+		return false;
+	dir = dir_of(path);
+	rdir = dir ? realpath(dir, NULL) : NULL;
+	free(dir);
+	if (!rdir)
+		return false;
+	in = !strncmp(rdir, "/dev", 4) && (!rdir[4] || rdir[4] == '/');
+	in = in || (!strncmp(rdir, "/proc", 5) && (!rdir[5] || rdir[5] == '/'));
+	free(rdir);
+	return in;
+}
+
 static int open_rx(struct port_pcap *pp, const char *path,
 		   struct dpflow_error *err)
 {
 	char errbuf[PCAP_ERRBUF_SIZE] = "";
+	struct stat st;
 	int dlt, kind;
 
+	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		return dpflow_error_set(err, EISDIR, "rx",
+					"cannot read '%s': it is a directory",
+					path);
+	pp->rx_file = strdup(path);
+	if (!pp->rx_file)
+		return dpflow_error_set(err, ENOMEM, "rx",
+					"cannot read '%s': no memory", path);
 	errno = 0;
 	pp->rx = pcap_open_offline_with_tstamp_precision(
 	    path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
@@ -443,27 +556,236 @@ static int open_rx(struct port_pcap *pp, const char *path,
 	}
 	pp->link = (enum link_kind)kind;
 	pp->up.link_type = dlt;
+	/* Only regular files take part in the collision check. */
+	if (!stat(path, &st) && S_ISREG(st.st_mode))
+		pp->rx_real = realpath(path, NULL);
 	return 0;
 }
 
-static int open_tx(struct port_pcap *pp, const char *path,
-		   struct dpflow_error *err)
+/* Fill @x (@n characters) with random letters and digits. */
+static void tmp_suffix(char *x, unsigned n)
 {
+	static const char set[] = "abcdefghijklmnopqrstuvwxyz"
+				  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	uint8_t r[16];
+
+	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		uint64_t v[2] = {dpflow_clock_ns(), (uint64_t)getpid()};
+		memcpy(r, v, sizeof(r));
+	}
+	for (unsigned i = 0; i < n; i++)
+		x[i] = set[r[i % sizeof(r)] % (sizeof(set) - 1)];
+}
+
+/*
+ * Create the temporary file for target @real (mode: @st's when the target
+ * exists, else 0666 under the umask) beside it: ".BASE.XXXXXX", O_EXCL.
+ * Sets pp->tx_tmp; returns the descriptor or -errno.
+ */
+static int make_tmp(struct port_pcap *pp, const char *real,
+		    const struct stat *st)
+{
+	const char *slash = strrchr(real, '/');
+	size_t dl = (size_t)(slash - real) + 1;
+	size_t len = strlen(real) + 9;
+	int fd = -EEXIST;
+
+	pp->tx_tmp = malloc(len);
+	if (!pp->tx_tmp)
+		return -ENOMEM;
+	for (unsigned tries = 0; tries < 100 && fd == -EEXIST; tries++) {
+		snprintf(pp->tx_tmp, len, "%.*s.%s.XXXXXX", (int)dl, real,
+			 slash + 1);
+		tmp_suffix(pp->tx_tmp + len - 7, 6);
+		fd = open(pp->tx_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			  0666);
+		if (fd < 0)
+			fd = -errno;
+	}
+	if (fd >= 0 && st && fchmod(fd, st->st_mode & 07777)) {
+		int code = errno;
+		close(fd);
+		unlink(pp->tx_tmp);
+		fd = -code;
+	}
+	if (fd < 0) {
+		free(pp->tx_tmp);
+		pp->tx_tmp = NULL;
+	}
+	return fd;
+}
+
+/* Open the dump on @path itself, or on a temporary file for it. */
+static int open_dump(struct port_pcap *pp, const char *path, bool direct,
+		     const struct stat *st)
+{
+	FILE *f;
+	int fd, code;
+
+	errno = 0;
+	if (direct) {
+		pp->tx = pcap_dump_open(pp->tx_dead, path);
+		return pp->tx ? 0 : -(errno ? errno : EIO);
+	}
+	fd = make_tmp(pp, pp->tx_real, st);
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "wb");
+	if (f)
+		pp->tx = pcap_dump_fopen(pp->tx_dead, f);
+	if (pp->tx)
+		return 0;
+	code = errno ? errno : EIO;
+	if (f)
+		fclose(f);
+	else
+		close(fd);
+	unlink(pp->tx_tmp);
+	free(pp->tx_tmp);
+	pp->tx_tmp = NULL;
+	return -code;
+}
+
+/*
+ * Where tx=@path goes, for open and check alike: refuses a directory and
+ * the rx file; sets pp->tx_file and pp->tx_real (NULL: exempt from the
+ * collision check), *@exists (then @st is filled) and *@direct (written
+ * in place, not through a temporary file).
+ */
+static int tx_target(struct port_pcap *pp, const struct port_args *args,
+		     const char *path, struct stat *st, bool *exists,
+		     bool *direct, struct dpflow_error *err)
+{
+	*exists = !stat(path, st);
+	if (!*exists && errno != ENOENT)
+		return dpflow_error_set(err, errno, "tx",
+					"cannot write '%s': %s", path,
+					strerror(errno));
+	if (*exists && S_ISDIR(st->st_mode))
+		return dpflow_error_set(err, EISDIR, "tx",
+					"cannot write '%s': it is a directory",
+					path);
+	*direct = (*exists && !S_ISREG(st->st_mode)) || in_dev_or_proc(path);
+	pp->tx_file = strdup(path);
+	if (!pp->tx_file)
+		return dpflow_error_set(err, ENOMEM, "tx",
+					"cannot write '%s': no memory", path);
+	if (!*exists || S_ISREG(st->st_mode)) {
+		pp->tx_real = resolve(path);
+		if (!pp->tx_real)
+			return dpflow_error_set(err, errno ? errno : ENOMEM,
+						"tx", "cannot write '%s': %s",
+						path, strerror(errno));
+	}
+	if (pp->rx_real && pp->tx_real && !strcmp(pp->rx_real, pp->tx_real))
+		return dpflow_error_set(err, EINVAL, "tx",
+					"'%s': tx '%s' is the rx file '%s'",
+					args->uri, path, pp->rx_file);
+	return 0;
+}
+
+static int open_tx(struct port_pcap *pp, const struct port_args *args,
+		   const char *path, struct dpflow_error *err)
+{
+	struct stat st;
+	bool exists, direct;
+	int rc = tx_target(pp, args, path, &st, &exists, &direct, err);
+
+	if (rc)
+		return rc;
 	pp->tx_dead = pcap_open_dead_with_tstamp_precision(
 	    DLT_EN10MB, TX_SNAPLEN, PCAP_TSTAMP_PRECISION_NANO);
 	if (!pp->tx_dead)
 		return dpflow_error_set(err, ENOMEM, "tx",
 					"cannot write '%s': no memory", path);
-	errno = 0;
-	pp->tx = pcap_dump_open(pp->tx_dead, path);
-	if (!pp->tx) {
-		int code = errno ? errno : EIO;
-		dpflow_error_set(err, code, "tx", "cannot write '%s': %s", path,
-				 pcap_geterr(pp->tx_dead));
+	rc = open_dump(pp, path, direct, exists ? &st : NULL);
+	if (rc < 0) {
+		dpflow_error_set(err, -rc, "tx", "cannot write '%s': %s", path,
+				 strerror(-rc));
 		pcap_close(pp->tx_dead);
 		pp->tx_dead = NULL;
-		return -code;
 	}
+	return rc;
+}
+
+/*
+ * What open_tx would need, checked without writing: the target itself
+ * when it is written in place and exists, else a directory it may create
+ * files in (the temporary file's, or the target's). 0 or -errno with
+ * @err as open fills it.
+ */
+static int tx_writable(const struct port_pcap *pp, bool exists, bool direct,
+		       struct dpflow_error *err)
+{
+	char *dir = NULL;
+	int rc = 0;
+
+	if (direct && exists) {
+		if (access(pp->tx_file, W_OK))
+			rc = errno;
+	} else if (!(dir = dir_of(pp->tx_real))) {
+		rc = ENOMEM;
+	} else if (access(dir, W_OK | X_OK)) {
+		rc = errno;
+	}
+	free(dir);
+	if (rc)
+		return dpflow_error_set(err, rc, "tx", "cannot write '%s': %s",
+					pp->tx_file, strerror(rc));
+	return 0;
+}
+
+/* Free the names kept at open. */
+static void free_names(struct port_pcap *pp)
+{
+	free(pp->rx_file);
+	free(pp->rx_real);
+	free(pp->tx_file);
+	free(pp->tx_real);
+	free(pp->tx_tmp);
+}
+
+/*
+ * The keys of a pcap URI, for open and check alike: *@rx and *@tx get the
+ * files (NULL: none), and receiving needs @pool.
+ */
+static int file_args(const struct port_args *args, struct dpflow_pool *pool,
+		     const char **rx, const char **tx, struct dpflow_error *err)
+{
+	bool seen_rx = false, seen_tx = false;
+	int rc;
+
+	*rx = *tx = NULL;
+	for (unsigned i = 0; i < args->n; i++) {
+		const struct port_arg *a = &args->a[i];
+		if (!strcmp(a->key, "rx")) {
+			if ((rc = port_arg_need_value(args, a, "rx", err)) ||
+			    (rc = port_arg_once(args, a, "rx", &seen_rx, err)))
+				return rc;
+			*rx = a->val;
+		} else if (!strcmp(a->key, "tx")) {
+			if ((rc = port_arg_need_value(args, a, "tx", err)) ||
+			    (rc = port_arg_once(args, a, "tx", &seen_tx, err)))
+				return rc;
+			*tx = a->val;
+		} else if (i == 0 && !a->val) {
+			/* pcap:FILE */
+			seen_rx = true;
+			*rx = a->key;
+		} else {
+			return port_arg_unknown(args, a, err);
+		}
+	}
+	if (!*rx && !*tx)
+		return dpflow_error_set(err, EINVAL, "rx",
+					"'%s': a pcap port needs rx=FILE, "
+					"tx=FILE or both",
+					args->uri);
+	if (*rx && !pool)
+		return dpflow_error_set(err, EINVAL, "pool",
+					"'%s': receiving from '%s' needs a "
+					"pool",
+					args->uri, *rx);
 	return 0;
 }
 
@@ -471,57 +793,117 @@ static int file_open(struct dpflow_port *port, const struct port_args *args,
 		     struct dpflow_error *err)
 {
 	struct port_pcap *pp = file_port(port);
-	const char *rx = NULL, *tx = NULL;
-	bool seen_rx = false, seen_tx = false;
-	int rc;
+	const char *rx, *tx;
+	int rc = file_args(args, port->pool, &rx, &tx, err);
 
-	for (unsigned i = 0; i < args->n; i++) {
-		const struct port_arg *a = &args->a[i];
-		if (!strcmp(a->key, "rx")) {
-			if ((rc = port_arg_need_value(args, a, "rx", err)) ||
-			    (rc = port_arg_once(args, a, "rx", &seen_rx, err)))
-				return rc;
-			rx = a->val;
-		} else if (!strcmp(a->key, "tx")) {
-			if ((rc = port_arg_need_value(args, a, "tx", err)) ||
-			    (rc = port_arg_once(args, a, "tx", &seen_tx, err)))
-				return rc;
-			tx = a->val;
-		} else if (i == 0 && !a->val) {
-			/* pcap:FILE */
-			seen_rx = true;
-			rx = a->key;
-		} else {
-			return port_arg_unknown(args, a, err);
-		}
-	}
-	if (!rx && !tx)
-		return dpflow_error_set(err, EINVAL, "rx",
-					"'%s': a pcap port needs rx=FILE, "
-					"tx=FILE or both",
-					args->uri);
-	if (rx && !port->pool)
-		return dpflow_error_set(err, EINVAL, "pool",
-					"'%s': receiving from '%s' needs a "
-					"pool",
-					args->uri, rx);
-	if (rx && tx && !strcmp(rx, tx))
-		return dpflow_error_set(err, EINVAL, "tx",
-					"'%s': tx '%s' is the rx file",
-					args->uri, tx);
+	if (rc)
+		return rc;
 	port->n_rxq = rx ? 1 : 0;
 	port->n_txq = tx ? 1 : 0;
 	if (rx && (rc = open_rx(pp, rx, err)) < 0)
-		return rc;
-	if (tx && (rc = open_tx(pp, tx, err)) < 0)
-		goto err_rx;
+		goto err;
+	if (tx && (rc = open_tx(pp, args, tx, err)) < 0)
+		goto err;
 	return 0;
 
-err_rx:
+err:
 	if (pp->rx)
 		pcap_close(pp->rx);
 	pp->rx = NULL;
+	free_names(pp);
 	return rc;
+}
+
+/*
+ * Is rx=@path a stream (a FIFO, a device such as /dev/stdin), whose header
+ * a check must not read (it would take it from the writer, or wait for
+ * one)? Then only its read permission is checked.
+ */
+static int rx_stream(const char *path, bool *stream, struct dpflow_error *err)
+{
+	struct stat st;
+
+	*stream =
+	    !stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	if (*stream && access(path, R_OK))
+		return dpflow_error_set(err, errno, "rx",
+					"cannot read '%s': %s", path,
+					strerror(errno));
+	return 0;
+}
+
+/*
+ * Check: the keys, the rx file read as a capture (its header) and closed
+ * (a stream only for read permission), the tx target resolved and
+ * writable; nothing is created or written.
+ */
+static int file_check(const struct port_args *args, struct dpflow_pool *pool,
+		      char *paths[2], struct dpflow_error *err)
+{
+	struct port_pcap pp;
+	const char *rx, *tx;
+	struct stat st;
+	bool exists, direct, stream = false;
+	int rc;
+
+	memset(&pp, 0, sizeof(pp));
+	rc = file_args(args, pool, &rx, &tx, err);
+	if (!rc && rx)
+		rc = rx_stream(rx, &stream, err);
+	if (!rc && rx && !stream)
+		rc = open_rx(&pp, rx, err);
+	if (pp.rx)
+		pcap_close(pp.rx);
+	if (!rc && tx)
+		rc = tx_target(&pp, args, tx, &st, &exists, &direct, err);
+	if (!rc && tx)
+		rc = tx_writable(&pp, exists, direct, err);
+	if (!rc) {
+		paths[0] = pp.rx_real;
+		paths[1] = pp.tx_real;
+		pp.rx_real = pp.tx_real = NULL;
+	}
+	free_names(&pp);
+	return rc;
+}
+
+/* Flush the output; keep the first error in tx_err. */
+static void tx_flush(struct port_pcap *pp)
+{
+	errno = 0;
+	if ((pcap_dump_flush(pp->tx) < 0 || ferror(pcap_dump_file(pp->tx))) &&
+	    !pp->tx_err)
+		pp->tx_err = errno ? errno : EIO;
+}
+
+static int file_finish(struct dpflow_port *port, struct dpflow_error *err)
+{
+	struct port_pcap *pp = file_port(port);
+
+	if (pp->tx)
+		tx_flush(pp);
+	if (pp->rx_err)
+		return dpflow_error_set(
+		    err, pp->rx_err, "rx", "reading '%s': packet %llu: %s",
+		    pp->rx_file, (unsigned long long)pp->rx_records + 1,
+		    pp->rx_msg);
+	if (pp->tx_err)
+		return dpflow_error_set(err, pp->tx_err, "tx",
+					"writing '%s': %s", pp->tx_file,
+					strerror(pp->tx_err));
+	return 0;
+}
+
+static void file_discard(struct dpflow_port *port)
+{
+	file_port(port)->tx_discard = true;
+}
+
+static const char *file_path(const struct dpflow_port *port, bool tx)
+{
+	const struct port_pcap *pp = (const struct port_pcap *)port;
+
+	return tx ? pp->tx_real : pp->rx_real;
 }
 
 static void file_close(struct dpflow_port *port)
@@ -529,26 +911,41 @@ static void file_close(struct dpflow_port *port)
 	struct port_pcap *pp = file_port(port);
 
 	if (pp->tx) {
-		if (pcap_dump_flush(pp->tx) < 0 ||
-		    ferror(pcap_dump_file(pp->tx)))
-			DPFLOW_LOG_ERR("port", "%s: flushing output failed",
-				       port->name);
+		tx_flush(pp);
 		pcap_dump_close(pp->tx);
+	}
+	if (pp->tx_err && !pp->tx_discard)
+		DPFLOW_LOG_ERR("port", "%s: writing '%s' failed: %s%s",
+			       port->name, pp->tx_file, strerror(pp->tx_err),
+			       pp->tx_tmp ? "; the file is left as it was"
+					  : "");
+	if (pp->tx_tmp && (pp->tx_discard || pp->tx_err)) {
+		unlink(pp->tx_tmp);
+	} else if (pp->tx_tmp && rename(pp->tx_tmp, pp->tx_real)) {
+		DPFLOW_LOG_ERR("port", "%s: renaming '%s' to '%s': %s",
+			       port->name, pp->tx_tmp, pp->tx_real,
+			       strerror(errno));
+		unlink(pp->tx_tmp);
 	}
 	if (pp->tx_dead)
 		pcap_close(pp->tx_dead);
 	if (pp->rx)
 		pcap_close(pp->rx);
+	free_names(pp);
 }
 
 const struct dpflow_port_ops dpflow_port_pcap_ops = {
     .kind = "pcap",
     .size = sizeof(struct port_pcap),
     .open = file_open,
+    .check = file_check,
     .rx_burst = file_rx_burst,
     .tx_burst = file_tx_burst,
     .rx_done = file_rx_done,
     .stats = file_stats,
     .ring = NULL,
     .close = file_close,
+    .path = file_path,
+    .finish = file_finish,
+    .discard = file_discard,
 };

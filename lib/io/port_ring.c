@@ -151,26 +151,28 @@ static int parse_size(const struct port_args *args, const struct port_arg *a,
 	return 0;
 }
 
-static int ring_open(struct dpflow_port *port, const struct port_args *args,
-		     struct dpflow_error *err)
+/*
+ * The keys of @args, for open and check alike: the ring's *@name, *@size
+ * and *@loop.
+ */
+static int ring_args(const struct port_args *args, const char **name,
+		     uint32_t *size, bool *loop, struct dpflow_error *err)
 {
-	struct port_ring *pr = ring_port(port);
-	char rname[DPFLOW_RING_NAME_MAX];
-	uint32_t size = RING_SIZE_DEFAULT;
-	bool seen_size = false, seen_loop = false;
-	const char *name;
+	bool seen_size = false;
 	int rc;
 
+	*size = RING_SIZE_DEFAULT;
+	*loop = false;
 	if (!args->n || args->a[0].val)
 		return dpflow_error_set(err, EINVAL, "name",
 					"'%s': a ring port needs a name first "
 					"(ring:NAME[,size=N][,loop])",
 					args->uri);
-	name = args->a[0].key;
+	*name = args->a[0].key;
 	for (unsigned i = 1; i < args->n; i++) {
 		const struct port_arg *a = &args->a[i];
 		if (!strcmp(a->key, "size")) {
-			if ((rc = parse_size(args, a, &size, err)) ||
+			if ((rc = parse_size(args, a, size, err)) ||
 			    (rc = port_arg_once(args, a, "size", &seen_size,
 						err)))
 				return rc;
@@ -181,14 +183,26 @@ static int ring_open(struct dpflow_port *port, const struct port_args *args,
 				    "'loop' takes no value (got '%s') in "
 				    "'%s'",
 				    a->val, args->uri);
-			if ((rc = port_arg_once(args, a, "loop", &seen_loop,
-						err)))
+			if ((rc = port_arg_once(args, a, "loop", loop, err)))
 				return rc;
-			pr->loop = true;
 		} else {
 			return port_arg_unknown(args, a, err);
 		}
 	}
+	return 0;
+}
+
+static int ring_open(struct dpflow_port *port, const struct port_args *args,
+		     struct dpflow_error *err)
+{
+	struct port_ring *pr = ring_port(port);
+	char rname[DPFLOW_RING_NAME_MAX];
+	uint32_t size;
+	const char *name;
+	int rc = ring_args(args, &name, &size, &pr->loop, err);
+
+	if (rc)
+		return rc;
 	snprintf(rname, sizeof(rname), "%s.rx", name);
 	pr->rx = dpflow_ring_create(rname, size, DPFLOW_RING_F_SPSC, err);
 	if (!pr->rx)
@@ -209,6 +223,19 @@ err_rx:
 	dpflow_ring_destroy(pr->rx);
 	pr->rx = NULL;
 	return rc;
+}
+
+/* Check: the keys; the rings (process memory only) are not made. */
+static int ring_check(const struct port_args *args, struct dpflow_pool *pool,
+		      char *paths[2], struct dpflow_error *err)
+{
+	const char *name;
+	uint32_t size;
+	bool loop;
+
+	(void)pool;
+	(void)paths;
+	return ring_args(args, &name, &size, &loop, err);
 }
 
 /* Free what is left in @r to @pool. */
@@ -236,6 +263,7 @@ const struct dpflow_port_ops dpflow_port_ring_ops = {
     .kind = "ring",
     .size = sizeof(struct port_ring),
     .open = ring_open,
+    .check = ring_check,
     .rx_burst = ring_rx_burst,
     .tx_burst = ring_tx_burst,
     .rx_done = NULL,

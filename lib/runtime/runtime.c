@@ -33,9 +33,13 @@
 
 #define RT_BURST_DEFAULT   32
 #define RT_HANDOFF_DEFAULT 1024
-/* empty passes before a worker naps RT_NAP_NS at a time */
+/* an idle worker: after RT_IDLE_POLLS empty passes it naps, RT_NAP_MIN_NS
+ * first, each further empty pass twice as long, up to RT_NAP_MAX_NS (the
+ * longest a packet waits for an idle worker, plus the timer's slack); the
+ * first pass that finds work goes back to busy polling */
 #define RT_IDLE_POLLS 64
-#define RT_NAP_NS     20000
+#define RT_NAP_MIN_NS 1000
+#define RT_NAP_MAX_NS 500000
 /* receive queues one worker may own */
 #define RT_RXQ_MAX 256
 /* each worker's timing wheel per port: 65536 ticks of 16 us, a horizon of
@@ -89,8 +93,6 @@ struct dpflow_rt {
 	unsigned rx_stopped;
 	bool started;
 };
-
-static const struct timespec rt_nap = {0, RT_NAP_NS};
 
 static void ctr_add(uint64_t *c, uint64_t v)
 {
@@ -301,12 +303,14 @@ static void *worker_main(void *arg)
 	struct rt_worker *w = arg;
 	struct dpflow_rt *rt = w->rt;
 	unsigned idle = 0;
+	long nap_ns = RT_NAP_MIN_NS;
 
 	dpflow_ctx_thread_online(rt->ctx);
 	dpflow_ctx_thread_tx_queue(rt->ctx, (uint16_t)w->id);
 	dpflow_ctx_thread_tx_hook(rt->ctx, timed_hook, w);
 	while (!__atomic_load_n(&rt->stop, __ATOMIC_ACQUIRE)) {
 		unsigned got = 0;
+		bool waited = false;
 		uint64_t t0 = dpflow_tsc();
 
 		for (unsigned i = 0; i < w->n_rxq; i++) {
@@ -315,6 +319,7 @@ static void *worker_main(void *arg)
 
 			if (rt->soft_rss && !handoff_room(w)) {
 				ctr_add(&w->st.handoff_waits, 1);
+				waited = true;
 				break;
 			}
 			n = dpflow_port_rx_burst(
@@ -334,21 +339,30 @@ static void *worker_main(void *arg)
 			ctr_add(&w->st.busy_ns, dpflow_tsc() - t0);
 			__atomic_store_n(&w->idle, false, __ATOMIC_RELEASE);
 			idle = 0;
+			nap_ns = RT_NAP_MIN_NS;
 			continue;
 		}
 		/* nothing this pass: a finite input ends on the receiving
 		 * thread, so a port done now has nothing more for us */
-		if (w->n_held) {
-			idle = 0; /* timed packets wait: keep the clock close */
+		if (w->n_held || waited) {
+			/* timed packets wait: keep the clock close; a full
+			 * handoff ring: its owner is about to make room */
+			idle = 0;
+			nap_ns = RT_NAP_MIN_NS;
 			continue;
 		}
 		if (inputs_exhausted(w))
 			__atomic_store_n(&w->idle, true, __ATOMIC_RELEASE);
 		ctr_add(&w->st.idle_polls, 1);
-		/* live ports: after a run of empty polls, nap briefly
-		 * instead of spinning on an idle link */
-		if (++idle >= RT_IDLE_POLLS)
-			nanosleep(&rt_nap, NULL);
+		/* live ports: after a run of empty polls, nap longer and
+		 * longer instead of spinning on an idle link */
+		if (++idle >= RT_IDLE_POLLS) {
+			struct timespec nap = {0, nap_ns};
+
+			nanosleep(&nap, NULL);
+			nap_ns = nap_ns * 2 < RT_NAP_MAX_NS ? nap_ns * 2
+							    : RT_NAP_MAX_NS;
+		}
 	}
 	/* stop: no more receiving; finish what the others hand over */
 	__atomic_fetch_add(&rt->rx_stopped, 1, __ATOMIC_ACQ_REL);

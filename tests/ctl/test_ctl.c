@@ -222,8 +222,7 @@ static const struct bad_req bad_reqs[] = {
      "entries[0]: an entry is a mapping", "entries[0]"},
     {"{\"cmd\":\"entries.add\",\"pipe\":\"fw\",\"entries\":"
      "[{\"match\":{\"outer.l4.dport\":70000},\"fwd\":\"drop\"}]}",
-     "'70000' is not a number within 0..65535",
-     "entries[0].match.outer.l4.dport"},
+     "'70000' is out of range (max 65535)", "entries[0].match.outer.l4.dport"},
     {"{\"cmd\":\"entries.add\",\"pipe\":\"fw\",\"entries\":"
      "[{\"match\":{\"outer.l4.dport\":80}}]}",
      "forwards per entry: 'fwd' is missing", "entries[0]"},

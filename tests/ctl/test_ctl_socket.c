@@ -169,8 +169,8 @@ Test(ctl_socket, dpflowctl_commands)
 
 	RUN(&r, "entries", "list", "fw");
 	cr_expect_eq(r.status, 0, "%s", r.err);
-	cr_expect(strstr(r.out, "{\"match\":{\"outer.l4.dport\":80},"
-				"\"fwd\":{\"port\":\"web\"}}  pkts 0 bytes 0"),
+	cr_expect(strstr(r.out, "match outer.l4.dport=80  fwd port web  pkts 0 "
+				"bytes 0"),
 		  "%s", r.out);
 
 	RUN(&r, "entries", "list", "fw", "--json");

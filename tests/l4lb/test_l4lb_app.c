@@ -1872,3 +1872,188 @@ Test(l4lb_app, health_state_reset_on_id_reuse)
 		      (unsigned long long)t, HC_FALL);
 	fx_fini(&f);
 }
+
+/* Line(s) of l4lb_print() (dpflow run's exit report), malloc'ed. */
+static char *exit_report(struct fx *f)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+
+	cr_assert(m);
+	l4lb_print(f->lb, m);
+	cr_assert_eq(fclose(m), 0);
+	return text;
+}
+
+/*
+ * A backend that takes a removed backend's id starts at zero counters,
+ * in the same service or another, and so does a service that takes a
+ * removed service's id (they used to inherit what the id's last owner
+ * had counted: l4lb.services, the exit report and the metrics showed a
+ * new backend with the old one's packets).
+ */
+Test(l4lb_app, reused_ids_start_at_zero_counters)
+{
+	static uint32_t be[FLOWS];
+	static uint16_t sp[FLOWS];
+	json_t *s, *b;
+	json_int_t id1, id2;
+	char *rep;
+	struct fx f;
+
+	fx_init(&f, 65536, 0);
+	add_web(&f, L4LB_MODE_NAT, 3);
+	send_flows(&f, L4LB_MODE_NAT, 0, FLOWS, TCP_SYN, be, sp);
+	s = services(&f);
+	b = be_of(svc_of(s, "web"), "10.0.0.1", BE_PORT);
+	cr_assert_gt(j_int(json_object_get(b, "fwd"), "pkts"), 0);
+	id1 = j_int(b, "id");
+	b = be_of(svc_of(s, "web"), "10.0.0.2", BE_PORT);
+	cr_assert_gt(j_int(json_object_get(b, "fwd"), "pkts"), 0);
+	id2 = j_int(b, "id");
+	json_decref(s);
+
+	/* the same service */
+	REQ_OK(&f, "{\"cmd\":\"l4lb.backend.rm\",\"service\":\"web\","
+		   "\"addr\":\"10.0.0.1\",\"port\":8080}");
+	REQ_OK(&f, "{\"cmd\":\"l4lb.backend.add\",\"service\":\"web\","
+		   "\"backend\":{\"addr\":\"10.0.0.9\",\"port\":8080,"
+		   "\"weight\":0}}");
+	/* another service */
+	REQ_OK(&f, "{\"cmd\":\"l4lb.backend.rm\",\"service\":\"web\","
+		   "\"addr\":\"10.0.0.2\",\"port\":8080}");
+	REQ_OK(&f, "{\"cmd\":\"l4lb.service.add\",\"service\":{\"name\":"
+		   "\"other\",\"vip\":\"192.0.2.20\",\"port\":80,\"mode\":"
+		   "\"nat\",\"snat\":\"198.51.100.20\",\"backends\":[{\"addr\":"
+		   "\"10.0.0.8\",\"port\":8080}]}}");
+	s = services(&f);
+	b = be_of(svc_of(s, "web"), "10.0.0.9", BE_PORT);
+	cr_assert(b);
+	cr_assert_eq(j_int(b, "id"), id1, "the id is reused (test premise)");
+	cr_expect_eq(j_int(json_object_get(b, "fwd"), "pkts"), 0,
+		     "a new backend on a reused id has the old one's packets");
+	cr_expect_eq(j_int(json_object_get(b, "fwd"), "bytes"), 0);
+	cr_expect_eq(j_int(b, "new_flows"), 0);
+	b = be_of(svc_of(s, "other"), "10.0.0.8", BE_PORT);
+	cr_assert(b);
+	cr_assert_eq(j_int(b, "id"), id2, "the id is reused (test premise)");
+	cr_expect_eq(j_int(json_object_get(b, "fwd"), "pkts"), 0,
+		     "a backend of another service on a reused id has the "
+		     "old one's packets");
+	cr_expect_eq(j_int(b, "new_flows"), 0);
+	json_decref(s);
+	rep = exit_report(&f);
+	cr_expect(strstr(rep, "  backend 10.0.0.9:8080 weight 0 up slots 0: "
+			      "fwd 0 pkts, new flows 0\n"),
+		  "%s", rep);
+	cr_expect(strstr(rep, "  backend 10.0.0.8:8080 weight 1 up slots "),
+		  "%s", rep);
+	cr_expect(strstr(rep, ": fwd 0 pkts, new flows 0\n"), "%s", rep);
+	free(rep);
+
+	/* a service on a removed service's id */
+	REQ_OK(&f, "{\"cmd\":\"l4lb.service.rm\",\"name\":\"web\"}");
+	REQ_OK(&f, "{\"cmd\":\"l4lb.service.add\",\"service\":{\"name\":"
+		   "\"web2\",\"vip\":\"192.0.2.10\",\"port\":80,\"mode\":"
+		   "\"nat\",\"snat\":\"198.51.100.1\",\"backends\":[{\"addr\":"
+		   "\"10.0.0.1\",\"port\":8080}]}}");
+	cr_assert_eq(l4lb_service_find(f.lb, "web2"), 0,
+		     "the service id is reused (test premise)");
+	s = services(&f);
+	cr_expect_eq(j_int(json_object_get(svc_of(s, "web2"), "fwd"), "pkts"),
+		     0,
+		     "a new service on a reused id has the old one's "
+		     "packets");
+	cr_expect_eq(j_int(svc_of(s, "web2"), "new_flows"), 0);
+	json_decref(s);
+	fx_fini(&f);
+}
+
+static char hc_log[512];
+
+static void log_keep(enum dpflow_log_level level, const char *module,
+		     const char *msg, void *arg)
+{
+	(void)level;
+	(void)arg;
+	if (!strcmp(module, "l4lb"))
+		snprintf(hc_log, sizeof(hc_log), "%s", msg);
+}
+
+/*
+ * IPv6 endpoints print as [ADDR]:PORT everywhere: the exit report (VIP
+ * and backends), the metrics labels, error replies and the health
+ * checks' log lines.
+ */
+Test(l4lb_app, ipv6_endpoints_bracketed)
+{
+	uint16_t dead = closed_port();
+	char *rep, *text = NULL;
+	size_t len = 0;
+	FILE *m;
+	json_t *r;
+	struct fx f;
+	uint64_t t0;
+
+	fx_init(&f, 4096, 251);
+	REQ_OK(&f,
+	       "{\"cmd\":\"l4lb.service.add\",\"service\":{\"name\":\"v6\","
+	       "\"vip\":\"2001:db8::10\",\"port\":80,\"mode\":\"nat\","
+	       "\"snat\":\"2001:db8::1\",\"health\":{\"type\":\"tcp\","
+	       "\"interval_ms\":%u,\"timeout_ms\":300,\"fall\":1,\"rise\":1},"
+	       "\"backends\":[{\"addr\":\"::1\",\"port\":%u}]}}",
+	       HC_INTERVAL_MS, dead);
+	rep = exit_report(&f);
+	cr_expect(strstr(rep, "l4lb service v6 tcp [2001:db8::10]:80 nat:"),
+		  "%s", rep);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "  backend [::1]:%u weight 1 ",
+			 dead);
+		cr_expect(strstr(rep, want), "no '%s' in\n%s", want, rep);
+	}
+	free(rep);
+
+	m = open_memstream(&text, &len);
+	cr_assert(m);
+	l4lb_metrics_render(f.lb, m);
+	cr_assert_eq(fclose(m), 0);
+	{
+		char want[96];
+
+		snprintf(want, sizeof(want),
+			 "dpflow_l4lb_backend_up{service=\"v6\",backend=\"[::1]"
+			 ":%u\"} 1\n",
+			 dead);
+		cr_expect(strstr(text, want), "no '%s' in\n%s", want, text);
+	}
+	free(text);
+
+	r = req(&f, "{\"cmd\":\"l4lb.backend.rm\",\"service\":\"v6\","
+		    "\"addr\":\"2001:db8::99\",\"port\":8080}");
+	cr_expect(strstr(j_err(r), "no backend [2001:db8::99]:8080 in that "
+				   "service"),
+		  "error: %s", j_err(r));
+	json_decref(r);
+
+	/* the closed port fails its check (refused, or no IPv6 loopback):
+	 * the log line names the backend */
+	hc_log[0] = 0;
+	dpflow_log_set_sink(log_keep, NULL);
+	t0 = dpflow_clock_mono_ns();
+	while (!hc_log[0] && dpflow_clock_mono_ns() - t0 < HC_WAIT_NS) {
+		l4lb_health_tick(f.lb, dpflow_clock_mono_ns());
+		sleep_ms(1);
+	}
+	dpflow_log_set_sink(NULL, NULL);
+	{
+		char want[96];
+
+		snprintf(want, sizeof(want),
+			 "service v6: backend [::1]:%u down", dead);
+		cr_expect_str_eq(hc_log, want);
+	}
+	fx_fini(&f);
+}

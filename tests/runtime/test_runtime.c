@@ -2,11 +2,14 @@
  * The worker runtime on in-memory ring ports: every packet is run once,
  * both directions of every flow are run by the same worker (symmetric
  * RSS), the work is spread over the workers, the counters add up, stop
- * drains what was handed over, and bad configurations are refused.
+ * drains what was handed over, bad configurations are refused, and idle
+ * workers back off.
  */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "dpflow/config.h"
@@ -353,6 +356,63 @@ Test(runtime, port_rss_runs_packets_where_they_arrive)
 	cfg.rss = 7;
 	cr_expect_null(dpflow_rt_create(ctx, &cfg, &err));
 	cr_expect_str_eq(err.field, "rss");
+	dpflow_ctx_destroy(ctx);
+}
+
+/* CPU seconds this process's threads other than the caller have used. */
+static double others_cpu_s(void)
+{
+	struct rusage all, me;
+
+	cr_assert_eq(getrusage(RUSAGE_SELF, &all), 0);
+	cr_assert_eq(getrusage(RUSAGE_THREAD, &me), 0);
+	return (double)(all.ru_utime.tv_sec + all.ru_stime.tv_sec -
+			me.ru_utime.tv_sec - me.ru_stime.tv_sec) +
+	       (double)(all.ru_utime.tv_usec + all.ru_stime.tv_usec -
+			me.ru_utime.tv_usec - me.ru_stime.tv_usec) /
+		   1e6;
+}
+
+/*
+ * Two workers on a link that stays idle back off (docs/runtime.md: naps
+ * up to 500 us): far below a core between them (about 28% before they
+ * backed off; the bound leaves room for sanitizers and shared cores),
+ * and packets that come after the long idle spell are all run.
+ */
+Test(runtime, idle_workers_back_off)
+{
+	struct dpflow_ctx *ctx = ctx_new();
+	struct dpflow_rt_cfg cfg = {0};
+	struct dpflow_error err = {0};
+	struct dpflow_rt *rt;
+	struct timespec settle = {0, 200000000}, idle = {2, 0};
+	struct timespec ts = {0, 1000000};
+	double cpu;
+
+	cfg.workers = 2;
+	rt = dpflow_rt_create(ctx, &cfg, &err);
+	cr_assert_not_null(rt, "%s", err.msg);
+	cr_assert_eq(dpflow_rt_start(rt, &err), 0, "%s", err.msg);
+	nanosleep(&settle, NULL);
+	cpu = others_cpu_s();
+	nanosleep(&idle, NULL);
+	cpu = others_cpu_s() - cpu;
+	cr_expect_lt(cpu, 0.2,
+		     "two idle workers used %.3f s of CPU in 2 s (%.1f%% of "
+		     "a core; the bound is 10%%)",
+		     cpu, cpu / 2 * 100);
+	load_traffic(ctx);
+	for (unsigned i = 0; i < 10000 && seen_now() < TOTAL; i++)
+		nanosleep(&ts, NULL);
+	dpflow_rt_stop(rt);
+	cr_expect_eq(rec.seen, TOTAL,
+		     "%u of %u packets run after the idle "
+		     "spell",
+		     rec.seen, TOTAL);
+	cr_expect_eq(rec.mixed, 0);
+	dpflow_rt_destroy(rt);
+	cr_expect_eq(dpflow_pool_avail(dpflow_ctx_pool(ctx)),
+		     dpflow_ctx_pool(ctx)->n_slots, "pool whole");
 	dpflow_ctx_destroy(ctx);
 }
 

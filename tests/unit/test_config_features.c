@@ -507,10 +507,11 @@ static const struct bad_config bad_configs[] = {
 	   "        establishd: 1000\n",
      {"test.yaml:8: ", "pipes[0].ct.timeouts_ms.establishd: ",
       "unknown connection state 'establishd'"}},
-    {"ct timeout of zero",
+    {"ct timeout beyond the maximum",
      PORTS "pipes:\n"
-	   "  - {name: ct, type: ct, ct: {timeouts_ms: {close: 0}}}\n",
-     {"test.yaml:4: ", "pipes[0].ct.timeouts_ms.close: ", "0 is below 1"}},
+	   "  - {name: ct, type: ct, ct: {timeouts_ms: {close: 2147483648}}}\n",
+     {"test.yaml:4: ", "pipes[0].ct.timeouts_ms.close: ",
+      "'2147483648' is out of range (max 2147483647)"}},
     {"ct user register that is not a register",
      PORTS "pipes:\n"
 	   "  - {name: ct, type: ct, ct: {user_reg: meta.port}}\n",
@@ -611,7 +612,8 @@ static const struct bad_config bad_configs[] = {
 	   "  - {name: p, type: basic, match: [outer.ip.proto],\n"
 	   "     monitor: {meter: {alg: srtcm, cir: 1, cbs: 1}},\n"
 	   "     color_fwd: {yellow: {pipe: nope}}}\n",
-     {"test.yaml:4: ", "pipes[0]: ", "names a pipe that does not exist"}},
+     {"test.yaml:6: ", "pipes[0].color_fwd.yellow.pipe: ",
+      "pipe 'nope' does not exist"}},
     {"entry meter without a pipe meter",
      PORTS "pipes:\n"
 	   "  - name: p\n"
@@ -635,7 +637,8 @@ static const struct bad_config bad_configs[] = {
      {"test.yaml:5: ", "pipes[0].monitor.aging_ms: ", "0 is below 1"}},
     {"rss queues beyond the maximum",
      "context: {rss_queues: 65}\n" PORTS,
-     {"test.yaml:1: ", "context.rss_queues: ", "65 is larger than 64"}},
+     {"test.yaml:1: ", "context.rss_queues: ",
+      "'65' is out of range (max 64)"}},
     {"rss queue size not a power of two",
      "context:\n  rss_queues: 1\n  rss_queue_size: 100\n" PORTS,
      {"test.yaml:3: ", "context.rss_queue_size: ",
@@ -698,7 +701,7 @@ static const struct bad_config bad_configs[] = {
 	   "  - {name: p, type: basic, match: [meta.ct_state],\n"
 	   "     entries: [{match: {meta.ct_state: 300}}]}\n",
      {"test.yaml:5: ", "pipes[0].entries[0].match.meta.ct_state: ",
-      "'300' is not a number within 0..255"}},
+      "'300' is out of range (max 255)"}},
     {"color value not a number",
      PORTS "pipes:\n"
 	   "  - {name: p, type: basic, match: [meta.color],\n"

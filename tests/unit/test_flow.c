@@ -61,7 +61,7 @@ static const struct bad_config bad_configs[] = {
      "  - name: x\n    type: basic\n    match: [outer.ip.proto]\n"
      "    entries:\n      - match: {outer.ip.proto: 300}\n",
      "test.yaml:8: pipes[0].entries[0].match.outer.ip.proto: '300' is "
-     "not a number within 0..255"},
+     "out of range (max 255)"},
     {"entry on a constant field",
      "ports:\n  - {name: a, uri: 'ring:a'}\npipes:\n"
      "  - name: x\n    type: basic\n    match: [outer.ip.proto]\n"

@@ -1032,8 +1032,7 @@ static struct uri_case uri_cases[] = {
     {"afpacket:lo,queues=2,queues=3", "queues", EINVAL, "twice"},
     {"afpacket:lo,blocks=1", "blocks", EINVAL, "blocks=1"},
     {"afpacket:lo,block_size=5000", "block_size", EINVAL, "page size"},
-    {"afpacket:lo,blocks=65536,block_size=65536", "blocks", EINVAL,
-     "at most"},
+    {"afpacket:lo,blocks=65536,block_size=65536", "blocks", EINVAL, "at most"},
     {"afpacket:lo,fanout=", "fanout", EINVAL, "missing value"},
     {"afpacket:lo,bogus=1", "key", EINVAL, "'bogus' (value '1')"},
     {"afxdp:", "interface", EINVAL, "an interface name"},
@@ -1071,6 +1070,29 @@ ParameterizedTest(struct uri_case *c, uri, rejected)
 	cr_assert_not_null(strstr(err.msg, c->in_msg),
 			   "'%s': message '%s' lacks '%s'", c->uri, err.msg,
 			   c->in_msg);
+	dpflow_pool_destroy(pool);
+}
+
+ParameterizedTestParameters(uri, check_rejects_as_open)
+{
+	return cr_make_param_array(struct uri_case, uri_cases,
+				   DPFLOW_ARRAY_SIZE(uri_cases));
+}
+
+/* dpflow_port_open_check (dpflow validate) refuses every URI open refuses,
+ * with open's field, code and message: the backends share their parser. */
+ParameterizedTest(struct uri_case *c, uri, check_rejects_as_open)
+{
+	struct dpflow_pool *pool = pool_new(8, 0);
+	struct dpflow_error err, cerr;
+	struct dpflow_port *port = dpflow_port_open(pool, c->uri, &err);
+	struct dpflow_port *ph = dpflow_port_open_check(pool, c->uri, &cerr);
+
+	cr_assert_null(port, "'%s' opened", c->uri);
+	cr_assert_null(ph, "'%s' passed the check (open: %s)", c->uri, err.msg);
+	cr_assert_str_eq(cerr.msg, err.msg, "'%s'", c->uri);
+	cr_assert_eq(cerr.code, err.code, "'%s'", c->uri);
+	cr_assert_str_eq(cerr.field, err.field, "'%s'", c->uri);
 	dpflow_pool_destroy(pool);
 }
 

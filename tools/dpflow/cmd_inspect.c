@@ -240,7 +240,11 @@ static void usage(FILE *out)
 	    "usage: dpflow inspect [--drops-only | --summary] pcap:FILE\n"
 	    "\n"
 	    "Parse every packet of a pcap or pcapng file and print one JSON\n"
-	    "object per packet (format: docs/inspect.md).\n"
+	    "object per packet (format: docs/inspect.md). Exit 0 when the\n"
+	    "file was read to its end; 1 when it cannot be opened or read\n"
+	    "(a file cut mid-packet: the packets before it are printed,\n"
+	    "then the error with the file and the packet number); 2 on a\n"
+	    "usage error.\n"
 	    "\n"
 	    "  --drops-only   print only packets the parser drops\n"
 	    "  --summary      print counts by layer, tunnel and drop reason\n"
@@ -340,8 +344,12 @@ int cmd_inspect(int argc, char **argv)
 	if (summarise)
 		summary_print(&sum);
 	rc = fflush(stdout) == 0 ? 0 : 1;
-	goto out;
+	/* a capture cut short or unreadable: what was read is printed, the
+	 * error names the file and the packet, and the exit status is 1 */
+	if (!dpflow_port_finish(port, &err))
+		goto out;
 fail:
+	rc = 1;
 	fprintf(stderr, "dpflow inspect: %s\n", err.msg);
 out:
 	dpflow_port_close(port);

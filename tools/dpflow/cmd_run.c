@@ -1,8 +1,18 @@
 /*
  * `dpflow run CONFIG.yaml`: build the data plane a config describes, run
  * its ports until the inputs are exhausted (pcap), --duration passes or a
- * signal arrives, then print per-port, per-pipe and per-entry counters and
- * the drops by reason.
+ * signal arrives, then print per-port, per-pipe and per-entry counters,
+ * the drops by reason, the duration and rates, and a status line.
+ *
+ * Start-up checks everything that can fail before a packet moves: option
+ * values, the CPUs of --cpus, the --control path (before any port is
+ * opened: a second instance is refused there), the config, the GPU bind,
+ * the workers (created, not started), the --metrics bind and the control
+ * socket. A start that fails discards the ports' outputs, so every
+ * existing file is left as it was (pcap ports write to a temporary file
+ * renamed into place at close); so does a run that fails (a capture cut
+ * short, a failed write). A banner on stderr says what runs;
+ * --stats-interval prints per-port rates while it runs.
  *
  * Besides the ports, the loop serves what the config may forward to
  * inside the process: the software handler `count` (counts and frees
@@ -19,7 +29,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,13 +71,20 @@ static const struct timespec run_ctl_nap = {0, 1000000};
 struct run_state {
 	struct dpflow_ctx *ctx;
 	struct dpflow_queue *q;
-	struct dpflow_gpu_flow *gpu; /* NULL: the CPU target */
-	struct dpflow_rt *rt;	     /* the CPU target's workers */
-	const char *metrics_addr;    /* --metrics, or NULL */
-	const char *ctl_path;	     /* --control, or NULL */
-	struct dpflow_ctl *ctl;	     /* the control socket */
-	struct l4lb *lb;	     /* apps.l4lb, or NULL */
-	uint64_t handler_pkts;	     /* the `count` handler */
+	struct dpflow_gpu_flow *gpu;	    /* NULL: the CPU target */
+	struct dpflow_rt *rt;		    /* the CPU target's workers */
+	const char *metrics_addr;	    /* --metrics, or NULL */
+	struct dpflow_metrics *metrics;	    /* its endpoint */
+	const char *ctl_path;		    /* --control, or NULL */
+	struct dpflow_ctl *ctl;		    /* the control socket */
+	struct l4lb *lb;		    /* apps.l4lb, or NULL */
+	uint64_t stats_ns;		    /* --stats-interval, 0: none */
+	uint64_t t_start, t_end;	    /* when packets began and stopped */
+	uint64_t t_stats;		    /* the last rates line */
+	uint64_t rx_prev[DPFLOW_PORTS_MAX]; /* packets at t_stats */
+	uint64_t tx_prev[DPFLOW_PORTS_MAX];
+	char why[2 * DPFLOW_ERROR_MSG_MAX]; /* the first failure, or "" */
+	uint64_t handler_pkts;		    /* the `count` handler */
 	uint64_t rss_pkts[DPFLOW_RSS_QUEUES_MAX];
 	uint64_t aged[DPFLOW_PIPES_MAX];
 	unsigned aging_pipe; /* the pipe being aged */
@@ -78,6 +97,23 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+}
+
+/* Print "dpflow run: WHAT" on stderr and keep the first such failure. */
+static void run_failed(struct run_state *st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void run_failed(struct run_state *st, const char *fmt, ...)
+{
+	char msg[sizeof(st->why)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "dpflow run: %s\n", msg);
+	if (!st->why[0])
+		snprintf(st->why, sizeof(st->why), "%s", msg);
 }
 
 /* The built-in software handler `count`. */
@@ -177,7 +213,7 @@ static int run_gpu_burst(struct run_state *st, uint16_t port, uint32_t *idx,
 	int rc = dpflow_gpu_flow_process(st->gpu, port, idx, n, &err);
 
 	if (rc < 0) {
-		fprintf(stderr, "dpflow run: --target gpu: %s\n", err.msg);
+		run_failed(st, "--target gpu: %s", err.msg);
 		return rc;
 	}
 	return 0;
@@ -202,7 +238,7 @@ static int gpu_after_batch(void *arg, struct dpflow_error *err)
  * The control socket (--control), with the runtime's workers (NULL on the
  * GPU target) and, on the GPU target, a hook that publishes each batch.
  */
-static int open_ctl(struct run_state *st, struct dpflow_gpu_flow *gpu)
+static int open_ctl(struct run_state *st)
 {
 	struct dpflow_ctl_hooks h = {0};
 	struct dpflow_error err = {0};
@@ -215,20 +251,131 @@ static int open_ctl(struct run_state *st, struct dpflow_gpu_flow *gpu)
 		h.request_arg = st->lb;
 	}
 #ifdef DPFLOW_HAVE_GPU
-	if (gpu) {
+	if (st->gpu) {
 		h.after_batch = gpu_after_batch;
-		h.arg = gpu;
+		h.arg = st->gpu;
 	}
-#else
-	(void)gpu;
 #endif
 	st->ctl = dpflow_ctl_open(st->ctx, st->ctl_path, &h, &err);
 	if (!st->ctl) {
 		fprintf(stderr, "dpflow run: --control: %s\n", err.msg);
 		return -1;
 	}
-	fprintf(stderr, "dpflow run: control socket %s\n", st->ctl_path);
 	return 0;
+}
+
+/*
+ * Everything that can fail before packets flow, after the config: the
+ * GPU bind, or the workers (created, not started) and the metrics
+ * endpoint; then the control socket. 0, or -1 after a message.
+ */
+static int prepare(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
+		   bool use_gpu)
+{
+	struct dpflow_error err = {0};
+
+	if (use_gpu) {
+#ifdef DPFLOW_HAVE_GPU
+		st->gpu = dpflow_gpu_flow_bind(st->ctx, 0, &err);
+#endif
+		if (!st->gpu) {
+			fprintf(stderr, "dpflow run: --target gpu: %s\n",
+				err.msg);
+			return -1;
+		}
+		return open_ctl(st);
+	}
+	st->rt = dpflow_rt_create(st->ctx, rcfg, &err);
+	if (!st->rt) {
+		fprintf(stderr, "dpflow run: %s%s%s\n", err.field ? "--" : "",
+			err.field ? err.field : "", err.msg);
+		return -1;
+	}
+	if (st->metrics_addr) {
+		st->metrics = dpflow_metrics_open(st->ctx, st->rt,
+						  st->metrics_addr, &err);
+		if (!st->metrics) {
+			fprintf(stderr, "dpflow run: --metrics: %s\n", err.msg);
+			return -1;
+		}
+		if (st->lb)
+			dpflow_metrics_app(st->metrics, l4lb_metrics_render,
+					   st->lb);
+	}
+	return open_ctl(st);
+}
+
+/* Start-up banner on stderr: ports, workers and their CPUs, pipes. */
+static void print_banner(const struct run_state *st, const char *path,
+			 const struct dpflow_rt_cfg *rcfg)
+{
+	struct dpflow_ctx *ctx = st->ctx;
+	unsigned n_ports = dpflow_ctx_port_count(ctx);
+	unsigned n_pipes = dpflow_ctx_pipe_count(ctx);
+	unsigned n_workers = st->rt ? dpflow_rt_workers(st->rt) : 0;
+
+	fprintf(stderr, "dpflow run: %s: %u port%s, %u pipe%s, ", path, n_ports,
+		n_ports == 1 ? "" : "s", n_pipes, n_pipes == 1 ? "" : "s");
+	if (st->gpu)
+		fprintf(stderr, "target gpu (GPU 0, one proxy thread)\n");
+	else
+		fprintf(stderr, "target cpu, %u worker%s\n", n_workers,
+			n_workers == 1 ? "" : "s");
+	for (unsigned p = 0; p < n_ports; p++)
+		fprintf(stderr, "  port   %-12s %s\n",
+			dpflow_ctx_port_name(ctx, p),
+			dpflow_port_name(dpflow_ctx_port(ctx, p)));
+	for (unsigned w = 0; w < n_workers; w++) {
+		if (rcfg->cpus)
+			fprintf(stderr, "  worker %-12u cpu %d\n", w,
+				rcfg->cpus[w]);
+		else
+			fprintf(stderr, "  worker %-12u any cpu\n", w);
+	}
+	for (unsigned i = 0; i < n_pipes; i++) {
+		struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
+		const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
+
+		fprintf(stderr, "  pipe   %-12s %s, %u entries",
+			dpflow_pipe_name(pipe),
+			dpflow_pipe_type_name(cfg->type),
+			dpflow_pipe_entry_count(pipe));
+		if (cfg->root)
+			fprintf(stderr, ", root of port %s",
+				dpflow_ctx_port_name(ctx, cfg->port));
+		fprintf(stderr, "\n");
+	}
+	if (st->ctl)
+		fprintf(stderr, "  control socket %s\n", st->ctl_path);
+	if (st->metrics)
+		fprintf(stderr, "  metrics on http://%s/metrics (port %u)\n",
+			st->metrics_addr, dpflow_metrics_port(st->metrics));
+}
+
+/* Every --stats-interval: each port's receive and transmit rates. */
+static void stats_tick(struct run_state *st, uint64_t now)
+{
+	struct dpflow_ctx *ctx = st->ctx;
+	double dt;
+
+	if (!st->stats_ns || now < st->t_stats + st->stats_ns)
+		return;
+	dt = (double)(now - st->t_stats) / 1e9;
+	fprintf(stderr,
+		"dpflow run: %.1f s:", (double)(now - st->t_start) / 1e9);
+	for (unsigned p = 0; p < dpflow_ctx_port_count(ctx); p++) {
+		struct dpflow_port_stats s;
+
+		dpflow_port_stats_get(dpflow_ctx_port(ctx, p), &s);
+		fprintf(stderr, "%s %s rx %.0f pps tx %.0f pps", p ? "," : "",
+			dpflow_ctx_port_name(ctx, p),
+			(double)(s.rx_pkts - st->rx_prev[p]) / dt,
+			(double)(s.tx_pkts - st->tx_prev[p]) / dt);
+		st->rx_prev[p] = s.rx_pkts;
+		st->tx_prev[p] = s.tx_pkts;
+	}
+	fprintf(stderr, "\n");
+	st->t_stats = now;
 }
 
 /*
@@ -242,8 +389,6 @@ static int run_gpu_loop(struct run_state *st, uint64_t deadline)
 	unsigned idle = 0;
 	int rc = 0;
 
-	if (open_ctl(st, st->gpu))
-		return -EINVAL;
 	while (!stop_requested && !rc) {
 		bool all_done = true;
 		unsigned got = 0;
@@ -278,6 +423,7 @@ static int run_gpu_loop(struct run_state *st, uint64_t deadline)
 			age_pipes(st);
 			next_age = now + RUN_AGE_NS;
 		}
+		stats_tick(st, now);
 		if (all_done || (deadline && now >= deadline))
 			break;
 	}
@@ -285,53 +431,25 @@ static int run_gpu_loop(struct run_state *st, uint64_t deadline)
 }
 
 /*
- * The CPU target: worker threads run the ports (lib/runtime); this thread
- * is the control thread: RSS queues, aging, until the inputs end, the
- * deadline or a signal; then the workers drain and stop.
+ * The CPU target, its workers started: this thread is the control
+ * thread (metrics, RSS queues, aging, the control socket, rates) until
+ * the inputs end, the deadline or a signal; then the workers drain and
+ * stop.
  */
-static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
-		       uint64_t deadline)
+static void run_workers(struct run_state *st, uint64_t deadline)
 {
-	struct dpflow_error err = {0};
 	uint64_t next_age = dpflow_clock_ns() + RUN_AGE_NS;
-	struct dpflow_rt *rt = dpflow_rt_create(st->ctx, rcfg, &err);
-	struct dpflow_metrics *metrics = NULL;
 
-	if (!rt || dpflow_rt_start(rt, &err)) {
-		fprintf(stderr, "dpflow run: %s%s%s\n", err.field ? "--" : "",
-			err.field ? err.field : "", err.msg);
-		dpflow_rt_destroy(rt);
-		return -EINVAL;
-	}
-	st->rt = rt;
 	/* control work (a batch of 10k entries parses for a while) yields
 	 * to the workers where they share cores */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), RUN_CTL_NICE))
 		fprintf(stderr, "dpflow run: control thread priority: %s\n",
 			strerror(errno));
-	if (open_ctl(st, NULL)) {
-		dpflow_rt_stop(rt);
-		return -EINVAL;
-	}
-	if (st->metrics_addr) {
-		metrics =
-		    dpflow_metrics_open(st->ctx, rt, st->metrics_addr, &err);
-		if (!metrics) {
-			fprintf(stderr, "dpflow run: --metrics: %s\n", err.msg);
-			dpflow_rt_stop(rt);
-			return -EINVAL;
-		}
-		if (st->lb)
-			dpflow_metrics_app(metrics, l4lb_metrics_render,
-					   st->lb);
-		fprintf(stderr, "dpflow run: metrics on http://%s/metrics\n",
-			st->metrics_addr);
-	}
 	while (!stop_requested) {
 		uint64_t now;
 
-		if (metrics)
-			dpflow_metrics_serve(metrics);
+		if (st->metrics)
+			dpflow_metrics_serve(st->metrics);
 		drain_rss(st);
 		now = dpflow_clock_ns();
 		if (now >= next_age) {
@@ -340,17 +458,17 @@ static int run_workers(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 		}
 		if (st->lb)
 			l4lb_health_tick(st->lb, dpflow_clock_mono_ns());
-		if (dpflow_rt_inputs_done(rt) || (deadline && now >= deadline))
+		stats_tick(st, now);
+		if (dpflow_rt_inputs_done(st->rt) ||
+		    (deadline && now >= deadline))
 			break;
 		if (st->ctl)
 			dpflow_ctl_serve(st->ctl, 1); /* waits up to 1 ms */
 		else
 			nanosleep(&run_ctl_nap, NULL);
 	}
-	dpflow_metrics_close(metrics);
-	dpflow_rt_stop(rt);
+	dpflow_rt_stop(st->rt);
 	drain_rss(st);
-	return 0;
 }
 
 static bool fwd_is_handler(const struct dpflow_fwd *f)
@@ -508,7 +626,8 @@ static void print_counters(const struct run_state *st)
 			if (!e)
 				continue;
 			dpflow_entry_counter(e, &c);
-			printf("    entry %-6u %10lu pkts %12lu bytes\n", k,
+			printf("    entry %-6lu %10lu pkts %12lu bytes\n",
+			       (unsigned long)dpflow_entry_id(e),
 			       (unsigned long)c.pkts, (unsigned long)c.bytes);
 		}
 	}
@@ -522,6 +641,114 @@ static void print_counters(const struct run_state *st)
 			       (unsigned long)drops[d]);
 }
 
+/*
+ * The end of the report: how long packets flowed and at what rates, then
+ * one status line ("status: ok", or "status: error: WHY").
+ */
+static void print_summary(const struct run_state *st)
+{
+	double secs = (double)(st->t_end - st->t_start) / 1e9;
+	uint64_t rx = 0, tx = 0;
+
+	for (unsigned p = 0; p < dpflow_ctx_port_count(st->ctx); p++) {
+		struct dpflow_port_stats s;
+
+		dpflow_port_stats_get(dpflow_ctx_port(st->ctx, p), &s);
+		rx += s.rx_pkts;
+		tx += s.tx_pkts;
+	}
+	if (secs <= 0)
+		secs = 1e-9;
+	printf("duration: %.6f s   rx %lu pkts %.0f pps   tx %lu pkts %.0f "
+	       "pps\n",
+	       secs, (unsigned long)rx, (double)rx / secs, (unsigned long)tx,
+	       (double)tx / secs);
+	if (st->why[0])
+		printf("status: error: %s\n", st->why);
+	else
+		printf("status: ok\n");
+}
+
+/*
+ * After the run: flush every port and collect the errors it met (a
+ * capture cut short, a failed write) as failures of the run.
+ */
+static void finish_ports(struct run_state *st)
+{
+	for (unsigned p = 0; p < dpflow_ctx_port_count(st->ctx); p++) {
+		struct dpflow_error err = {0};
+
+		if (dpflow_port_finish(dpflow_ctx_port(st->ctx, p), &err))
+			run_failed(st, "port %s: %s",
+				   dpflow_ctx_port_name(st->ctx, p), err.msg);
+	}
+}
+
+/*
+ * Refuse CPUs of --cpus that this machine lacks or that the process may
+ * not run on (its affinity mask, as taskset or a cgroup set it).
+ */
+static int check_cpus(const int *cpus, int n)
+{
+	long n_conf = sysconf(_SC_NPROCESSORS_CONF);
+	cpu_set_t allowed;
+	char list[256] = "";
+	size_t len = 0;
+
+	CPU_ZERO(&allowed);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
+		fprintf(stderr,
+			"dpflow run: --cpus: reading this process's CPU "
+			"affinity: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	/* the allowed CPUs as ranges, for the message */
+	for (int c = 0; c < CPU_SETSIZE && len < sizeof(list) - 16; c++) {
+		int hi = c;
+
+		if (!CPU_ISSET(c, &allowed))
+			continue;
+		while (hi + 1 < CPU_SETSIZE && CPU_ISSET(hi + 1, &allowed))
+			hi++;
+		len += (size_t)snprintf(list + len, sizeof(list) - len,
+					hi > c ? "%s%d-%d" : "%s%d",
+					len ? "," : "", c, hi);
+		c = hi;
+	}
+	for (int i = 0; i < n; i++) {
+		if (n_conf > 0 && cpus[i] >= n_conf) {
+			fprintf(stderr,
+				"dpflow run: --cpus: CPU %d does not exist "
+				"(this machine has CPUs 0-%ld)\n",
+				cpus[i], n_conf - 1);
+			return -1;
+		}
+		if (cpus[i] >= CPU_SETSIZE || !CPU_ISSET(cpus[i], &allowed)) {
+			fprintf(stderr,
+				"dpflow run: --cpus: CPU %d is not one this "
+				"process may run on (its affinity: %s)\n",
+				cpus[i], list);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Free what a run holds, in the reverse order of start-up. */
+static void release(struct run_state *st)
+{
+	dpflow_ctl_close(st->ctl);
+	dpflow_metrics_close(st->metrics);
+	dpflow_rt_destroy(st->rt);
+	l4lb_destroy(st->lb);
+#ifdef DPFLOW_HAVE_GPU
+	dpflow_gpu_flow_unbind(st->gpu);
+#endif
+	dpflow_queue_destroy(st->q);
+	dpflow_ctx_destroy(st->ctx);
+}
+
 static void usage(FILE *out)
 {
 	fprintf(
@@ -529,13 +756,22 @@ static void usage(FILE *out)
 	    "usage: dpflow run CONFIG.yaml [--target cpu|gpu] [--workers N]\n"
 	    "                  [--burst N] [--cpus LIST] [--rss soft|port]\n"
 	    "                  [--rss-key HEX]\n"
-	    "                  [--duration S]\n"
+	    "                  [--duration S] [--stats-interval S]\n"
 	    "                  [--control PATH] [--metrics ADDR:PORT]\n"
 	    "                  [--pool N]\n"
+	    "       dpflow run --check CONFIG.yaml [--workers N]\n"
 	    "\n"
 	    "Run the data plane described by CONFIG.yaml (docs/config.md)\n"
 	    "until its inputs are exhausted, S seconds pass, or SIGINT or\n"
-	    "SIGTERM arrives; then drain, print the counters and exit 0.\n"
+	    "SIGTERM arrives; then drain and print the counters, the\n"
+	    "duration and rates, and a last line 'status: ok' (exit 0) or\n"
+	    "'status: error: WHY' (exit 1: a capture cut short or\n"
+	    "unreadable, a failed write). A banner on stderr lists the\n"
+	    "ports, workers and pipes. Everything that can fail is checked\n"
+	    "before packets flow; pcap outputs are written to a temporary\n"
+	    "file renamed into place at the end, so a run that fails to\n"
+	    "start or fails leaves every existing file as it was (outputs\n"
+	    "discarded). Exit 2: a usage error or a bad option value.\n"
 	    "  --target T    cpu (default) or gpu (GPU 0; builds with nvcc)\n"
 	    "  --workers N   worker threads of the CPU target (default 1,\n"
 	    "                at most 64); flows spread by symmetric RSS\n"
@@ -543,7 +779,8 @@ static void usage(FILE *out)
 	    "                (default 32, at most 256): a cap, not a wait;\n"
 	    "                the l4lb app runs faster with 64\n"
 	    "  --cpus LIST   pin worker i to the i-th CPU of LIST (0,2,4 or\n"
-	    "                2-5); at least one CPU per worker\n"
+	    "                2-5); at least one CPU per worker, each one\n"
+	    "                this process may run on\n"
 	    "  --rss MODE    soft (default): dpflow's symmetric hash picks\n"
 	    "                each packet's worker, handing packets over;\n"
 	    "                port: the worker of the queue it came on (ports\n"
@@ -551,10 +788,18 @@ static void usage(FILE *out)
 	    "  --rss-key HEX the 40-byte Toeplitz key (80 hex digits);\n"
 	    "                default: random at start\n"
 	    "  --control P   serve the control socket at P (dpflowctl; the\n"
-	    "                usual path is " DPFLOW_CTL_SOCKET_DEFAULT ")\n"
+	    "                usual path is " DPFLOW_CTL_SOCKET_DEFAULT "),\n"
+	    "                making missing directories; a socket another\n"
+	    "                instance serves is refused\n"
 	    "  --metrics A   serve Prometheus metrics on http://A/metrics\n"
 	    "                (A: 127.0.0.1:9464, [::1]:9464; CPU target)\n"
 	    "  --duration S  stop after S seconds\n"
+	    "  --stats-interval S\n"
+	    "                every S seconds print each port's rx and tx\n"
+	    "                packet rates on stderr\n"
+	    "  --check       load the config as a run would, open no port,\n"
+	    "                print what would run and exit 0 (valid) or 1\n"
+	    "                (dpflow validate)\n"
 	    "  --pool N      packet buffers (default 8192)\n"
 	    "\n"
 	    "Configs may forward to the software handler 'count' (counts\n"
@@ -648,6 +893,8 @@ int cmd_run(int argc, char **argv)
 	    {"rss", required_argument, NULL, 'r'},
 	    {"metrics", required_argument, NULL, 'm'},
 	    {"control", required_argument, NULL, 'C'},
+	    {"stats-interval", required_argument, NULL, 'i'},
+	    {"check", no_argument, NULL, 'K'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -662,9 +909,8 @@ int cmd_run(int argc, char **argv)
 	const char *metrics_addr = NULL, *ctl_path = NULL;
 	struct dpflow_error err = {0};
 	struct dpflow_ctx *ctx;
-	double duration = 0;
-	bool use_gpu = false;
-	int rc = 0;
+	double duration = 0, stats_interval = 0;
+	bool use_gpu = false, check = false;
 	uint64_t deadline = 0;
 	unsigned long n;
 	char *end;
@@ -756,6 +1002,20 @@ int cmd_run(int argc, char **argv)
 		case 'C':
 			ctl_path = optarg;
 			break;
+		case 'i':
+			stats_interval = strtod(optarg, &end);
+			if (*end || !(stats_interval >= 0.1) ||
+			    stats_interval > 86400) {
+				fprintf(stderr,
+					"dpflow run: --stats-interval '%s': "
+					"expected seconds from 0.1 to 86400\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'K':
+			check = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -780,17 +1040,31 @@ int cmd_run(int argc, char **argv)
 		}
 		rcfg.cpus = cpus;
 	}
-	if (use_gpu && (rcfg.workers > 1 || n_cpus || rcfg.burst)) {
-		fprintf(stderr, "dpflow run: --workers, --cpus and --burst are "
-				"for the CPU target (--target gpu runs one "
-				"proxy thread)\n");
+	if (use_gpu &&
+	    (rcfg.workers > 1 || n_cpus || rcfg.burst || metrics_addr)) {
+		fprintf(stderr, "dpflow run: --workers, --cpus, --burst and "
+				"--metrics are for the CPU target (--target "
+				"gpu runs one proxy thread)\n");
 		return 2;
+	}
+	if (n_cpus && check_cpus(cpus, n_cpus))
+		return 2;
+	if (check)
+		return validate_config(argv[optind],
+				       rcfg.workers ? rcfg.workers : 1, stdout);
+	/* a second instance on this socket stops here, before any port */
+	if (ctl_path && dpflow_ctl_check_path(ctl_path, &err)) {
+		fprintf(stderr, "dpflow run: --control: %s\n", err.msg);
+		return 1;
 	}
 	memset(&st, 0, sizeof(st));
 	st.metrics_addr = metrics_addr;
 	st.ctl_path = ctl_path;
+	st.stats_ns = (uint64_t)(stats_interval * 1e9);
 	copts.handlers = handlers;
 	copts.n_handlers = 1;
+	/* a config that fails leaves every file as it was (the loader
+	 * discards its ports' outputs) */
 	ctx = dpflow_config_load(argv[optind], &copts, &err);
 	if (!ctx) {
 		fprintf(stderr, "dpflow run: %s\n", err.msg);
@@ -800,57 +1074,59 @@ int cmd_run(int argc, char **argv)
 	st.q = dpflow_queue_create(ctx, &err);
 	if (!st.q) {
 		fprintf(stderr, "dpflow run: %s\n", err.msg);
-		dpflow_ctx_destroy(ctx);
-		return 1;
+		goto fail_start;
 	}
 	st.lb = l4lb_config_load(ctx, argv[optind], rcfg.workers > 1, &err);
 	if (!st.lb && err.code) {
 		fprintf(stderr, "dpflow run: %s\n", err.msg);
-		dpflow_queue_destroy(st.q);
-		dpflow_ctx_destroy(ctx);
-		return 1;
+		goto fail_start;
 	}
 	if (st.lb && use_gpu) {
 		fprintf(stderr, "dpflow run: apps.l4lb runs on the CPU target "
 				"only\n");
-		l4lb_destroy(st.lb);
-		dpflow_queue_destroy(st.q);
-		dpflow_ctx_destroy(ctx);
-		return 1;
+		goto fail_start;
 	}
-#ifdef DPFLOW_HAVE_GPU
-	if (use_gpu) {
-		st.gpu = dpflow_gpu_flow_bind(ctx, 0, &err);
-		if (!st.gpu) {
-			fprintf(stderr, "dpflow run: --target gpu: %s\n",
-				err.msg);
-			dpflow_queue_destroy(st.q);
-			dpflow_ctx_destroy(ctx);
-			return 1;
-		}
+	if (prepare(&st, &rcfg, use_gpu))
+		goto fail_start;
+	print_banner(&st, argv[optind], &rcfg);
+	if (st.rt && dpflow_rt_start(st.rt, &err)) {
+		fprintf(stderr, "dpflow run: %s%s%s\n", err.field ? "--" : "",
+			err.field ? err.field : "", err.msg);
+		goto fail_start;
 	}
-#else
-	(void)use_gpu;
-#endif
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	st.t_start = st.t_stats = dpflow_clock_ns();
 	if (duration > 0)
-		deadline = dpflow_clock_ns() + (uint64_t)(duration * 1e9);
+		deadline = st.t_start + (uint64_t)(duration * 1e9);
 
 	if (st.gpu)
-		rc = run_gpu_loop(&st, deadline);
+		run_gpu_loop(&st, deadline);
 	else
-		rc = run_workers(&st, &rcfg, deadline);
+		run_workers(&st, deadline);
+	st.t_end = dpflow_clock_ns();
+	finish_ports(&st);
+	if (st.why[0]) {
+		/* a failed run leaves no partial output behind */
+		dpflow_ctx_discard(ctx);
+		strncat(st.why, " (outputs discarded)",
+			sizeof(st.why) - strlen(st.why) - 1);
+		fprintf(stderr, "dpflow run: the run failed: outputs "
+				"discarded, existing files left as they "
+				"were\n");
+	}
 	dpflow_ctl_close(st.ctl);
+	st.ctl = NULL;
 	print_counters(&st);
 	if (st.lb)
 		l4lb_print(st.lb, stdout);
-	dpflow_rt_destroy(st.rt);
-	l4lb_destroy(st.lb);
-#ifdef DPFLOW_HAVE_GPU
-	dpflow_gpu_flow_unbind(st.gpu);
-#endif
-	dpflow_queue_destroy(st.q);
-	dpflow_ctx_destroy(ctx);
-	return rc ? 1 : 0;
+	print_summary(&st);
+	release(&st);
+	return st.why[0] ? 1 : 0;
+
+fail_start:
+	/* nothing ran: every existing file stays as it was */
+	dpflow_ctx_discard(ctx);
+	release(&st);
+	return 1;
 }

@@ -17,6 +17,8 @@ struct command {
 
 static const struct command commands[] = {
     {"run", cmd_run, "run the data plane a YAML config describes"},
+    {"validate", cmd_validate,
+     "check a config and print what it would run, opening no port"},
     {"inspect", cmd_inspect,
      "print how the parser sees each packet (JSON lines)"},
     {"gen", cmd_gen, "write test traffic to a pcap file"},

@@ -1,8 +1,9 @@
 /*
- * dpflowctl's pieces: main.c (the commands), client.c (the connection to
- * the control socket: one request line out, one reply line back),
- * yaml_json.c (entries written in YAML or JSON, read into JSON for a
- * request).
+ * dpflowctl's pieces: main.c (options, help, the show commands, dump),
+ * cmd_entries.c (entries and batch), cmd_top.c, cmd_l4lb.c, show.c (text
+ * output of replies), client.c (the connection to the control socket: one
+ * request line out, one reply line back), yaml_json.c (entries written in
+ * YAML or JSON, read into JSON for a request).
  */
 #ifndef DPFLOWCTL_H
 #define DPFLOWCTL_H
@@ -10,6 +11,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 /* Exit statuses: a failed request or no server, and a usage error. */
 #define EXIT_FAIL  1
@@ -36,11 +39,48 @@ json_t *client_call_raw(json_t *req);
 json_t *yaml_to_json(const char *text, size_t len, const char *name, char *why,
 		     size_t why_len);
 
-/* main.c: the whole of file @path ("-": standard input), not
+/* main.c */
+/* Is @s -h or --help? */
+bool is_help(const char *s);
+/* Is any of @argv[1..@argc) -h or --help? */
+bool any_help(int argc, char **argv);
+/* Print help @text (and @more when not NULL) on stdout; returns 0. */
+int help_text(const char *text, const char *more);
+/*
+ * A usage error: one line on stderr, "dpflowctl CMD: WHY; try 'dpflowctl
+ * CMD --help'" (@cmd NULL: the top level); returns EXIT_USAGE.
+ */
+int usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Print @v as one line of compact JSON on stdout. */
+void print_json(json_t *v);
+
+/* show.c: text output of replies on stdout (docs/control.md) */
+/* Member @key of object @o: an integer (0 when absent or not one), a
+ * string ("-" when absent or not one). */
+unsigned long long json_num(json_t *o, const char *key);
+const char *json_str(json_t *o, const char *key);
+/* @v as text: strings as they are, objects as KEY=VALUE pairs, lists
+ * in [...], null as -; never JSON. */
+void text_value(FILE *f, json_t *v);
+/* Forwarding in config syntax as text: "port P", "pipe P", "drop", ... */
+void text_fwd(FILE *f, json_t *v);
+/* The replies of `ports`, `pipes`, `counters`, `workers`. */
+void show_ports(json_t *reply);
+void show_pipes(json_t *reply);
+void show_counters(json_t *reply);
+void show_workers(json_t *reply);
+/* One item {slot, id, entry, counter} of an `entries.list` reply. */
+void show_entry(json_t *item);
+
+/* cmd_entries.c: the whole of file @path ("-": standard input), not
  * NUL-terminated, its size in *@len; NULL with a message on stderr. */
 char *read_file(const char *path, size_t *len);
 
-/* cmd_l4lb.c: `dpflowctl l4lb ...` (@argv[0] is "l4lb"); an exit status */
-int cmd_l4lb(int argc, char **argv);
+/* The commands: @argv[0] is the command's name; an exit status. */
+int cmd_entries(int argc, char **argv); /* cmd_entries.c */
+int cmd_batch(int argc, char **argv);	/* cmd_entries.c */
+int cmd_top(int argc, char **argv);	/* cmd_top.c */
+int cmd_l4lb(int argc, char **argv);	/* cmd_l4lb.c */
 
 #endif /* DPFLOWCTL_H */

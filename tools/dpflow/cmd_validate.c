@@ -1,0 +1,183 @@
+/*
+ * `dpflow validate CONFIG` (and `dpflow run --check CONFIG`, which calls
+ * validate_config()): load a config as `dpflow run` would, with the
+ * software handler `count` and apps.l4lb, but open no port (the loader's
+ * check-only mode: URIs checked, files and interfaces looked at, nothing
+ * created, truncated or bound), then print what would run: ports, pipes
+ * with their templates, forwarding and entries, and the balancer's
+ * services and backends. Exit 0 valid, 1 not (the loader's FILE:LINE
+ * message on stderr), 2 usage.
+ */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpflow/config.h"
+#include "dpflow/dpflow.h"
+#include "dpflow/runtime.h"
+
+#include "l4lb/l4lb.h"
+#include "l4lb/l4lb_config.h"
+
+#include "cmds.h"
+
+/* The `count` handler a run registers; a checked config never runs it. */
+static void count_handler(void *arg, struct dpflow_pool *pool,
+			  const uint32_t *idx, uint16_t n)
+{
+	(void)arg;
+	dpflow_pool_free_bulk(pool, idx, n);
+}
+
+/* @a and @port as "1.2.3.4:80" or "[2001:db8::1]:80"; port 0: none. */
+static void endpoint_str(const struct l4lb_addr *a, uint16_t port, char *buf,
+			 size_t len)
+{
+	char s[INET6_ADDRSTRLEN];
+
+	inet_ntop(a->v6 ? AF_INET6 : AF_INET, a->b, s, sizeof(s));
+	if (!port)
+		snprintf(buf, len, "%s", s);
+	else if (a->v6)
+		snprintf(buf, len, "[%s]:%u", s, port);
+	else
+		snprintf(buf, len, "%s:%u", s, port);
+}
+
+/* The balancer's services and their backends. */
+static void print_l4lb(const struct l4lb *lb, FILE *out)
+{
+	fprintf(out, "apps:\n  l4lb:\n");
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
+		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, (int)s);
+		char ep[INET6_ADDRSTRLEN + 8];
+
+		if (!c)
+			continue;
+		endpoint_str(&c->vip, c->port, ep, sizeof(ep));
+		fprintf(out, "    service %s: %s %s%s, mode %s", c->name,
+			c->proto == 6 ? "tcp" : "udp", ep,
+			c->port ? "" : " (every port)",
+			l4lb_mode_name(c->mode));
+		if (c->mode == L4LB_MODE_NAT) {
+			endpoint_str(&c->snat, 0, ep, sizeof(ep));
+			fprintf(out, ", snat %s", ep);
+		} else {
+			endpoint_str(&c->encap_src, 0, ep, sizeof(ep));
+			fprintf(out, ", encap_src %s", ep);
+		}
+		fputc('\n', out);
+		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
+			struct l4lb_backend_info bi;
+
+			if (l4lb_backend_info(lb, b, &bi) || bi.service != s)
+				continue;
+			endpoint_str(&bi.cfg.addr, bi.cfg.port, ep, sizeof(ep));
+			fprintf(out, "      backend %s weight %u\n", ep,
+				(unsigned)bi.cfg.weight);
+		}
+	}
+}
+
+int validate_config(const char *path, unsigned workers, FILE *out)
+{
+	struct dpflow_handler_def handlers[] = {
+	    {"count", count_handler, NULL},
+	};
+	struct dpflow_config_opts copts = {0};
+	struct dpflow_error err = {0};
+	struct dpflow_ctx *ctx;
+	struct l4lb *lb;
+	int rc;
+
+	copts.handlers = handlers;
+	copts.n_handlers = 1;
+	copts.check_only = true;
+	ctx = dpflow_config_load(path, &copts, &err);
+	if (!ctx) {
+		fprintf(stderr, "dpflow: %s\n", err.msg);
+		return 1;
+	}
+	lb = l4lb_config_load(ctx, path, workers > 1, &err);
+	if (!lb && err.code) {
+		fprintf(stderr, "dpflow: %s\n", err.msg);
+		dpflow_ctx_destroy(ctx);
+		return 1;
+	}
+	rc = dpflow_config_describe(ctx, out);
+	if (!rc && lb)
+		print_l4lb(lb, out);
+	if (rc)
+		fprintf(stderr, "dpflow: %s: out of memory\n", path);
+	else
+		fprintf(out, "%s: valid\n", path);
+	l4lb_destroy(lb);
+	dpflow_ctx_destroy(ctx);
+	return rc ? 1 : 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f, "usage: dpflow validate [--workers N] CONFIG.yaml\n"
+	       "\n"
+	       "Load CONFIG as `dpflow run` would (ports, pipes, entries, the\n"
+	       "'count' handler, apps such as apps.l4lb) without opening any\n"
+	       "port: no file is created or truncated, no socket opened, no\n"
+	       "interface touched. Port URIs are checked: the kind, each\n"
+	       "port's keys, pcap rx files readable as captures, tx paths\n"
+	       "writable, afpacket and afxdp interfaces present. Then print\n"
+	       "the ports (name, kind, URI), the pipes (type, root port,\n"
+	       "match, action templates, forwarding, miss) with their entries\n"
+	       "as `dpflowctl entries list` prints them, and the l4lb\n"
+	       "services and backends. `dpflow run --check` does the same.\n"
+	       "\n"
+	       "  --workers N   check apps as a run with N workers builds\n"
+	       "                them (default 1)\n"
+	       "  -h, --help    this text\n"
+	       "\n"
+	       "Exit status: 0 valid, 1 invalid (FILE:LINE: KEY: message on\n"
+	       "stderr), 2 usage.\n");
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"workers", required_argument, NULL, 'w'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	unsigned long workers = 1;
+	char *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+			workers = strtoul(optarg, &end, 10);
+			if (optarg[0] < '0' || optarg[0] > '9' || *end ||
+			    !workers || workers > DPFLOW_WORKERS_MAX) {
+				fprintf(stderr,
+					"dpflow validate: --workers '%s': "
+					"expected 1..%u\n",
+					optarg, DPFLOW_WORKERS_MAX);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	return validate_config(argv[optind], (unsigned)workers, stdout);
+}
