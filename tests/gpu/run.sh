@@ -1,8 +1,8 @@
 #!/bin/sh
 # Build dpflow with meson in its own directory and run every GPU test
 # (meson test --suite gpu), then the GPU benchmarks (meson benchmarks of
-# suite 'gpu', then `dpflow bench ... --target gpu`, building the dpflow
-# tool first; GPU_NO_BENCH=1 skips them). Logs go to $OUT when set (else to
+# suite 'gpu', then `dpflow bench ... --target gpu`; GPU_NO_BENCH=1 skips
+# them). The dpflow tool is built with the GPU test programs. Logs go to $OUT when set (else to
 # BUILD/gpu-logs). The last line printed is "N passed, N failed".
 #
 #   tests/gpu/run.sh                 # build in build-gpu-run
@@ -64,7 +64,8 @@ for t in doc["tests"] + doc["benchmarks"]:
                 seen.add(p)
                 print(os.path.relpath(p, b))
 ' "$B")
-[ -n "$TARGETS" ] || TARGETS=nothing-to-build
+# the dpflow tool too: gpu-run-cli and the benchmarks below run it
+TARGETS="$TARGETS tools/dpflow/dpflow"
 if [ -n "${GPU_NO_BUILD:-}" ]; then
 	# Programs built elsewhere (the GPU machine's meson may not read the
 	# build directory): run every GPU test program directly.
@@ -127,16 +128,12 @@ fi
 
 # The GPU benchmarks (dpflow bench ... --target gpu), unless GPU_NO_BENCH:
 # each one's log in $LOG, its headline figures in the summary below.
-# A fresh tree builds the dpflow tool here (the GPU test programs above do
-# not need it); a failed build is a failed check, not a silent skip.
+# (the dpflow tool was built with the test programs; a tool that did not
+# build is a failed check, not a silent skip)
 DPFLOW=$B/tools/dpflow/dpflow
 : >"$LOG/gpu-bench-summary.txt"
-if [ -z "${GPU_NO_BENCH:-}" ] && [ -z "${GPU_NO_BUILD:-}" ]; then
-	echo "run.sh: building tools/dpflow/dpflow for the benchmarks"
-	ninja -C "$B" tools/dpflow/dpflow >>"$LOG/gpu-build.log" 2>&1 || {
-		grep -E "error|FAILED" "$LOG/gpu-build.log" | head -30
-		MISSING="$MISSING dpflow-tool"
-	}
+if [ -z "${GPU_NO_BUILD:-}" ] && [ ! -x "$DPFLOW" ]; then
+	MISSING="$MISSING dpflow-tool"
 fi
 if [ -z "${GPU_NO_BENCH:-}" ] && [ -x "$DPFLOW" ]; then
 	for b in "exact-1m --target gpu --trials 3" \
