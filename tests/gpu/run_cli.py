@@ -34,6 +34,8 @@ def counters(report):
     """The port and pipe counter lines of a run's report."""
     keep, section = [], None
     for line in report.splitlines():
+        if line.startswith(("duration:", "status:")):
+            break  # the timing lines end the counters
         if re.match(r"^[a-z][a-z ]*:$", line):
             section = line
             continue
