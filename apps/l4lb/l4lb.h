@@ -217,6 +217,14 @@ struct l4lb_conn_table *l4lb_conns(struct l4lb *lb);
 
 /* Print services, backends and counters (dpflow run's exit report). */
 void l4lb_print(const struct l4lb *lb, FILE *f);
+/*
+ * Print the configured services and their backends to @out, under
+ * "apps:\n  l4lb:\n", as `dpflow validate` lists them: "service NAME:
+ * PROTO VIP:PORT, mode MODE, snat ADDR" (encap_src in DSR modes), then
+ * "backend ADDR:PORT weight W" lines; IPv6 endpoints as [ADDR]:PORT, a
+ * port of 0 left out (a VIP's "(every port)").
+ */
+void l4lb_describe(const struct l4lb *lb, FILE *out);
 
 /*
  * The data path, as a dpflow software handler: takes ownership of @n

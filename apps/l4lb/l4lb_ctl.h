@@ -11,9 +11,14 @@
 
 #include "l4lb/l4lb.h"
 
+/* The balancer's control requests are named "l4lb.<command>". */
+#define L4LB_CTL_PREFIX "l4lb."
+
 /*
  * The control socket's application hook (dpflow_ctl_hooks.request):
- * @arg is the balancer. Serves the "l4lb.*" commands; NULL for others.
+ * @arg is the balancer. Serves the "l4lb.*" commands, and answers any
+ * other name under L4LB_CTL_PREFIX with an error listing them; NULL for
+ * names outside it.
  */
 char *l4lb_ctl_request(void *arg, const char *cmd, const char *req, size_t len);
 

@@ -430,9 +430,13 @@ static void backend_name(const struct lb_backend *b, char *out, size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
 
-	inet_ntop(b->cfg.addr.v6 ? AF_INET6 : AF_INET, b->cfg.addr.b, a,
-		  sizeof(a));
+	lb_addr_str(&b->cfg.addr, a);
 	snprintf(out, len, "%s:%u", a, b->cfg.port);
+}
+
+void lb_addr_str(const struct l4lb_addr *a, char *out)
+{
+	inet_ntop(a->v6 ? AF_INET6 : AF_INET, a->b, out, INET6_ADDRSTRLEN);
 }
 
 void lb_endpoint_str(const struct l4lb_addr *a, uint16_t port,
@@ -440,7 +444,7 @@ void lb_endpoint_str(const struct l4lb_addr *a, uint16_t port,
 {
 	char s[INET6_ADDRSTRLEN];
 
-	inet_ntop(a->v6 ? AF_INET6 : AF_INET, a->b, s, sizeof(s));
+	lb_addr_str(a, s);
 	snprintf(out, LB_ENDPOINT_LEN, a->v6 ? "[%s]:%u" : "%s:%u", s, port);
 }
 
@@ -666,6 +670,47 @@ const char *l4lb_mode_name(unsigned m)
 	return m == L4LB_MODE_NAT    ? "nat"
 	       : m == L4LB_MODE_IPIP ? "ipip"
 				     : "gue";
+}
+
+/* @a with @port as lb_endpoint_str() writes it; port 0 (every port of a
+ * VIP, a backend that keeps the client's port): the address alone. */
+static void describe_endpoint(const struct l4lb_addr *a, uint16_t port,
+			      char out[LB_ENDPOINT_LEN])
+{
+	if (port)
+		lb_endpoint_str(a, port, out);
+	else
+		lb_addr_str(a, out);
+}
+
+void l4lb_describe(const struct l4lb *lb, FILE *out)
+{
+	fprintf(out, "apps:\n  l4lb:\n");
+	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
+		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, (int)s);
+		char ep[LB_ENDPOINT_LEN];
+
+		if (!c)
+			continue;
+		describe_endpoint(&c->vip, c->port, ep);
+		fprintf(out, "    service %s: %s %s%s, mode %s", c->name,
+			c->proto == 6 ? "tcp" : "udp", ep,
+			c->port ? "" : " (every port)",
+			l4lb_mode_name(c->mode));
+		lb_addr_str(c->mode == L4LB_MODE_NAT ? &c->snat : &c->encap_src,
+			    ep);
+		fprintf(out, ", %s %s\n",
+			c->mode == L4LB_MODE_NAT ? "snat" : "encap_src", ep);
+		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
+			struct l4lb_backend_info bi;
+
+			if (l4lb_backend_info(lb, b, &bi) || bi.service != s)
+				continue;
+			describe_endpoint(&bi.cfg.addr, bi.cfg.port, ep);
+			fprintf(out, "      backend %s weight %u\n", ep,
+				(unsigned)bi.cfg.weight);
+		}
+	}
 }
 
 void l4lb_print(const struct l4lb *lb, FILE *f)

@@ -34,7 +34,17 @@ static json_t *addr_json(const struct l4lb_addr *a)
 {
 	char s[INET6_ADDRSTRLEN];
 
-	inet_ntop(a->v6 ? AF_INET6 : AF_INET, a->b, s, sizeof(s));
+	lb_addr_str(a, s);
+	return json_string(s);
+}
+
+/* "ADDR:PORT", "[ADDR]:PORT" for IPv6: what operators read (dpflowctl
+ * prints it as it is). */
+static json_t *endpoint_json(const struct l4lb_addr *a, uint16_t port)
+{
+	char s[LB_ENDPOINT_LEN];
+
+	lb_endpoint_str(a, port, s);
 	return json_string(s);
 }
 
@@ -61,20 +71,23 @@ static json_t *services_json(const struct l4lb *lb)
 				continue;
 			json_array_append_new(
 			    bl,
-			    json_pack("{s:i,s:o,s:i,s:I,s:b,s:I,s:o,s:I}", "id",
-				      (int)b, "addr", addr_json(&bi.cfg.addr),
-				      "port", bi.cfg.port, "weight",
-				      (json_int_t)bi.cfg.weight, "up", bi.up,
-				      "slots", (json_int_t)bi.slots, "fwd",
-				      counter_json(&bi.fwd), "new_flows",
+			    json_pack("{s:i,s:o,s:i,s:o,s:I,s:b,s:I,s:o,s:I}",
+				      "id", (int)b, "addr",
+				      addr_json(&bi.cfg.addr), "port",
+				      bi.cfg.port, "endpoint",
+				      endpoint_json(&bi.cfg.addr, bi.cfg.port),
+				      "weight", (json_int_t)bi.cfg.weight, "up",
+				      bi.up, "slots", (json_int_t)bi.slots,
+				      "fwd", counter_json(&bi.fwd), "new_flows",
 				      (json_int_t)bi.new_flows));
 		}
 		json_array_append_new(
 		    list,
 		    json_pack(
-			"{s:s,s:o,s:s,s:i,s:s,s:o,s:o,s:o,s:I,s:I,s:I,s:o}",
+			"{s:s,s:o,s:s,s:i,s:o,s:s,s:o,s:o,s:o,s:I,s:I,s:I,s:o}",
 			"name", c->name, "vip", addr_json(&c->vip), "proto",
-			c->proto == 6 ? "tcp" : "udp", "port", c->port, "mode",
+			c->proto == 6 ? "tcp" : "udp", "port", c->port,
+			"endpoint", endpoint_json(&c->vip, c->port), "mode",
 			l4lb_mode_name(c->mode), "fwd", counter_json(&st.fwd),
 			"reply", counter_json(&st.reply), "icmp",
 			counter_json(&st.icmp), "new_flows",
@@ -350,12 +363,24 @@ char *l4lb_ctl_request(void *arg, const char *cmd, const char *req, size_t len)
 
 	for (i = 0; cmds[i] && strcmp(cmds[i], cmd); i++)
 		;
-	if (!cmds[i])
+	if (!cmds[i] && strncmp(cmd, L4LB_CTL_PREFIX, strlen(L4LB_CTL_PREFIX)))
 		return NULL;
 	in = json_loadb(req, len, JSON_DECODE_ANY, NULL);
 	if (!in)
 		return NULL;
-	if (i == 0) {
+	if (!cmds[i]) {
+		/* the app's name, not one of its commands */
+		char msg[256];
+		int n =
+		    snprintf(msg, sizeof(msg), "unknown cmd '%.64s' (", cmd);
+
+		for (unsigned k = 0; cmds[k]; k++)
+			n += snprintf(msg + n, sizeof(msg) - (size_t)n, "%s%s",
+				      k ? ", " : "", cmds[k]);
+		snprintf(msg + n, sizeof(msg) - (size_t)n, ")");
+		out = json_pack("{s:b,s:s,s:s}", "ok", 0, "error", msg, "field",
+				"cmd");
+	} else if (i == 0) {
 		out = services_json(lb);
 	} else {
 		rc = handle(lb, cmd, in, &err);

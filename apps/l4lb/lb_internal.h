@@ -88,6 +88,9 @@ void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,
 #define LB_ENDPOINT_LEN 56
 void lb_endpoint_str(const struct l4lb_addr *a, uint16_t port,
 		     char out[LB_ENDPOINT_LEN]);
+/* The address alone ("10.0.1.1", "2001:db8::1"); INET6_ADDRSTRLEN
+ * bytes. */
+void lb_addr_str(const struct l4lb_addr *a, char *out);
 
 /* Hash of (address, proto, port) into the service tables. */
 uint32_t lb_svc_hash(const uint8_t addr[16], uint8_t v6, uint8_t proto,

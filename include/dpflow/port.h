@@ -83,25 +83,45 @@ struct dpflow_port *dpflow_port_open_check(struct dpflow_pool *pool,
 					   struct dpflow_error *err);
 
 /*
- * Flush pending output and close. NULL ok. A pcap port's output goes to a
- * temporary file beside its target, renamed onto the target here (unless
- * it was discarded or a write failed: then the target is left as it was).
+ * Release the port. NULL ok. Output that dpflow_port_finish() did not
+ * commit is removed (a pcap port's temporary file), so the target stays
+ * as it was; an owner that called neither dpflow_port_finish() nor
+ * dpflow_port_discard() gets its output committed here, with errors only
+ * logged: call dpflow_port_finish() to see them.
  */
 void dpflow_port_close(struct dpflow_port *port);
 
 /*
- * The end of a run (no data-path call in flight): flush pending output and
- * report the first error the port met, on either side: a capture
- * unreadable or cut short (the message names the file and the packet,
- * counted from 1), a failed write (the file and the reason). 0, or a
- * negative errno with @err filled (field "rx" or "tx"). NULL ok (0).
+ * The end of a run, first step (no data-path call in flight): flush, sync
+ * and close pending output (a pcap port: its temporary file, or a target
+ * written in place) and report the first error the port met, on either
+ * side: a capture unreadable or cut short (the message names the file and
+ * the packet, counted from 1), a failed write (the file and the reason).
+ * Commits nothing. An owner of several ports calls this on each, then
+ * dpflow_port_finish() on each when none failed, else
+ * dpflow_port_discard(), so that no output is committed for a failed run.
+ * 0, or a negative errno with @err filled (field "rx" or "tx"). NULL ok.
+ */
+int dpflow_port_sync(struct dpflow_port *port, struct dpflow_error *err);
+
+/*
+ * The end of a run (no data-path call in flight): dpflow_port_sync(),
+ * then, where the port met no error and was not discarded, commit its
+ * output: a pcap port renames its temporary file onto the target (the
+ * target's owner, group and mode kept) or gives an in-place target that
+ * got no packet its file header. Errors (the port's, or the commit's: a
+ * rename that fails keeps the temporary file and names it) are returned,
+ * never logged: the backends keep them for this call. 0, or a negative
+ * errno with @err filled (field "rx" or "tx"). Commits once; NULL ok (0).
  */
 int dpflow_port_finish(struct dpflow_port *port, struct dpflow_error *err);
 
 /*
- * Discard what the port would leave behind at close: a pcap port removes
- * its temporary output and leaves an existing target byte for byte as it
- * was. For an owner whose run failed or never started. NULL ok.
+ * Discard what the port would leave behind: a pcap port commits nothing
+ * and removes its temporary output, leaving an existing target byte for
+ * byte as it was; a target written in place (docs/ports.md) is untouched
+ * only when nothing was written to it yet (a warning is logged
+ * otherwise). For an owner whose run failed or never started. NULL ok.
  */
 void dpflow_port_discard(struct dpflow_port *port);
 

@@ -565,68 +565,31 @@ static void entry_status(struct dpflow_entry *e, int status,
 	}
 }
 
-/* The hash of an entry's identity: its canonical match and priority. */
-static uint32_t entry_hash(const uint8_t *c, unsigned len, uint32_t prio)
+static const struct dpflow_entry_cfg *queued_cfg(const void *arg, size_t i)
 {
-	uint32_t h = 2166136261u ^ prio;
-
-	for (unsigned i = 0; i < len; i++)
-		h = (h ^ c[i]) * 16777619u;
-	return h;
+	return dpflow_entry_cfg(((struct dpflow_entry *const *)arg)[i]);
 }
 
 /*
- * Refuse an entry of @pipe identical to an earlier one of the file: the
- * same match (ctl_entry_canon) and, where the type has priorities, the
- * same priority. @ents and @at: the pipe's @n queued entries and their
- * nodes. Hash pipes are left to the engine ("slot N already has an
- * entry").
+ * Refuse an entry of @pipe identical to an earlier one of the file
+ * (ctl_entry_clash()). @ents and @at: the pipe's @n queued entries and
+ * their nodes.
  */
 static int check_identical(struct loader *L, const struct dpflow_pipe *pipe,
 			   struct dpflow_entry *const *ents,
 			   const struct ynode *at, unsigned n)
 {
-	const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
-	bool prio =
-	    cfg->type == DPFLOW_PIPE_CONTROL || cfg->type == DPFLOW_PIPE_ACL;
-	uint8_t a[CTL_CANON_MAX], b[CTL_CANON_MAX];
-	size_t cap = 16;
-	uint32_t *tab;
-	int rc = 0;
+	struct ctl_clash c;
+	int rc = ctl_entry_clash(pipe, queued_cfg, ents, n, false, &c);
 
-	if (cfg->type == DPFLOW_PIPE_HASH || n < 2)
-		return 0;
-	while (cap < 2 * (size_t)n)
-		cap *= 2;
-	tab = malloc(cap * sizeof(*tab));
-	if (!tab)
+	if (rc < 0)
 		return yerr(&L->d, NULL, ENOMEM, "out of memory");
-	memset(tab, 0xff, cap * sizeof(*tab));
-	for (unsigned k = 0; k < n && !rc; k++) {
-		const struct dpflow_entry_cfg *ek = dpflow_entry_cfg(ents[k]);
-		uint32_t pk = prio ? ek->priority : 0;
-		unsigned len = ctl_entry_canon(pipe, ek, a);
-		size_t h = entry_hash(a, len, pk) & (cap - 1);
-
-		for (; tab[h] != UINT32_MAX && !rc; h = (h + 1) & (cap - 1)) {
-			const struct dpflow_entry_cfg *ej =
-			    dpflow_entry_cfg(ents[tab[h]]);
-			const struct ynode *j = &at[tab[h]];
-
-			if ((prio && ej->priority != pk) ||
-			    ctl_entry_canon(pipe, ej, b) != len ||
-			    memcmp(a, b, len))
-				continue;
-			rc = yerr(&L->d, &at[k], EEXIST,
-				  "an entry with this match%s exists: "
-				  "entries[%u] (line %lu)",
-				  prio ? " and priority" : "", tab[h],
-				  (unsigned long)j->n->start_mark.line + 1);
-		}
-		tab[h] = k;
-	}
-	free(tab);
-	return rc;
+	if (!rc)
+		return 0;
+	return yerr(&L->d, &at[c.item], EEXIST,
+		    "an entry with this match%s exists: entries[%u] (line %lu)",
+		    ctl_clash_prio(pipe) ? " and priority" : "", c.other,
+		    (unsigned long)at[c.other].n->start_mark.line + 1);
 }
 
 static int load_entries(struct loader *L, const struct ynode *pipes)

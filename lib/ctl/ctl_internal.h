@@ -69,4 +69,43 @@ json_t *ctl_dump_json(struct dpflow_ctx *ctx);
 unsigned ctl_entry_canon(const struct dpflow_pipe *pipe,
 			 const struct dpflow_entry_cfg *e, uint8_t *out);
 
+/* entry_clash.c */
+
+/* The hash (FNV-1a) of @len bytes @c of ctl_entry_canon(). */
+uint32_t ctl_canon_hash(const uint8_t *c, unsigned len);
+/* Whether an entry's priority is part of its identity in @pipe (control
+ * and acl pipes). */
+bool ctl_clash_prio(const struct dpflow_pipe *pipe);
+
+/* Entry @i of the caller's list of new entries. */
+typedef const struct dpflow_entry_cfg *(*ctl_clash_get_fn)(const void *arg,
+							   size_t i);
+
+/* ctl_clash.other of a new entry identical to an entry the pipe holds. */
+#define CTL_CLASH_PIPE UINT32_MAX
+
+/* Two identical entries: new entry @item repeats new entry @other (an
+ * earlier one) or, when @other is CTL_CLASH_PIPE, the pipe's entry in
+ * @slot. */
+struct ctl_clash {
+	uint32_t item;
+	uint32_t other;
+	uint32_t slot;
+};
+
+/*
+ * Find new entries of @pipe identical to another: the same match
+ * (ctl_entry_canon()) and, where ctl_clash_prio(), the same priority. A
+ * basic or lpm table cannot hold two entries with one match; a control or
+ * acl table can, but a removal by match and priority could then name
+ * neither. New entry i (< @n) is @get(@arg, i); they are checked among
+ * themselves and, with @existing, against the entries @pipe holds (one
+ * pass over its slots: O(size + n)). Hash pipes never clash here (the
+ * engine refuses a taken slot). Returns 1 with the first clash in @out, 0
+ * when there is none, -ENOMEM.
+ */
+int ctl_entry_clash(const struct dpflow_pipe *pipe, ctl_clash_get_fn get,
+		    const void *arg, size_t n, bool existing,
+		    struct ctl_clash *out);
+
 #endif /* DPFLOW_CTL_CTL_INTERNAL_H */

@@ -590,88 +590,45 @@ static int parse_item(struct req *r, struct dpflow_pipe *pipe, json_t *item,
 	return -(err.code ? err.code : EINVAL);
 }
 
-static uint32_t canon_hash(const uint8_t *c, unsigned len)
+static const struct dpflow_entry_cfg *cfg_at(const void *arg, size_t i)
 {
-	uint32_t h = 2166136261u;
-
-	for (unsigned i = 0; i < len; i++)
-		h = (h ^ c[i]) * 16777619u;
-	return h;
+	return &((const struct dpflow_entry_cfg *)arg)[i];
 }
 
 /*
- * Refuse new entries @cfgs (@n) of a control or acl pipe that repeat a
- * match and priority: the table would take both, and a removal by match
- * and priority could then name neither. Among themselves and, with
- * @existing (entries.add, not a batch, whose removals come first), against
- * the pipe's entries. One pass over the slots, O(size + n).
+ * Refuse new entries @cfgs (@n) of @pipe identical to another
+ * (ctl_entry_clash()): among themselves and, with @existing (entries.add,
+ * not a batch, whose removals come first), to the pipe's entries.
  */
 static int add_clash(struct req *r, struct dpflow_pipe *pipe,
 		     const struct dpflow_entry_cfg *cfgs, size_t n,
 		     bool existing)
 {
-	const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
-	uint8_t a[CTL_CANON_MAX], b[CTL_CANON_MAX];
-	char field[32];
-	size_t cap = 16, mask;
-	uint32_t *tab;
-	int rc = 0;
+	bool prio = ctl_clash_prio(pipe);
+	struct ctl_clash c;
+	char field[40];
+	int rc = ctl_entry_clash(pipe, cfg_at, cfgs, n, existing, &c);
 
-	if (cfg->type != DPFLOW_PIPE_CONTROL && cfg->type != DPFLOW_PIPE_ACL)
-		return 0;
-	while (cap < 2 * n)
-		cap *= 2;
-	mask = cap - 1;
-	tab = malloc(cap * sizeof(*tab));
-	if (!tab)
+	if (rc < 0)
 		return nomem(r);
-	memset(tab, 0xff, cap * sizeof(*tab));
-	for (size_t i = 0; i < n && !rc; i++) {
-		unsigned len = ctl_entry_canon(pipe, &cfgs[i], a);
-		size_t h = (canon_hash(a, len) ^ cfgs[i].priority) & mask;
-
-		for (; tab[h] != UINT32_MAX && !rc; h = (h + 1) & mask) {
-			const struct dpflow_entry_cfg *o = &cfgs[tab[h]];
-
-			if (o->priority != cfgs[i].priority ||
-			    ctl_entry_canon(pipe, o, b) != len ||
-			    memcmp(a, b, len))
-				continue;
-			snprintf(field, sizeof(field), "entries[%zu]", i);
-			rc = fail(r, EEXIST, field,
-				  "entries[%zu]: the same match and priority "
-				  "as entries[%u]",
-				  i, tab[h]);
-		}
-		tab[h] = (uint32_t)i;
-	}
-	for (uint32_t s = 0; existing && !rc && s < dpflow_pipe_size(pipe);
-	     s++) {
-		const struct dpflow_entry *e = dpflow_pipe_entry(pipe, s);
-		const struct dpflow_entry_cfg *ec;
-		unsigned len;
-
-		if (!e)
-			continue;
-		ec = dpflow_entry_cfg(e);
-		len = ctl_entry_canon(pipe, ec, a);
-		for (size_t h = (canon_hash(a, len) ^ ec->priority) & mask;
-		     tab[h] != UINT32_MAX && !rc; h = (h + 1) & mask) {
-			const struct dpflow_entry_cfg *o = &cfgs[tab[h]];
-
-			if (o->priority != ec->priority ||
-			    ctl_entry_canon(pipe, o, b) != len ||
-			    memcmp(a, b, len))
-				continue;
-			snprintf(field, sizeof(field), "entries[%u]", tab[h]);
-			rc = fail(r, EEXIST, field,
-				  "entries[%u]: pipe '%s' has an entry with "
-				  "this match and priority (slot %u)",
-				  tab[h], dpflow_pipe_name(pipe), s);
-		}
-	}
-	free(tab);
-	return rc;
+	if (!rc)
+		return 0;
+	/* where priority is no part of it, the match alone is at fault */
+	snprintf(field, sizeof(field), "entries[%u]%s", c.item,
+		 prio ? "" : ".match");
+	if (c.other != CTL_CLASH_PIPE)
+		return fail(r, EEXIST, field,
+			    "entries[%u]: the same match%s as entries[%u]",
+			    c.item, prio ? " and priority" : "", c.other);
+	if (prio)
+		return fail(r, EEXIST, field,
+			    "entries[%u]: pipe '%s' has an entry with this "
+			    "match and priority (slot %u)",
+			    c.item, dpflow_pipe_name(pipe), c.slot);
+	return fail(r, EEXIST, field,
+		    "entries[%u]: pipe '%s': an entry with this match exists "
+		    "(slot %u)",
+		    c.item, dpflow_pipe_name(pipe), c.slot);
 }
 
 /*
@@ -786,7 +743,7 @@ static int rm_find(struct req *r, struct dpflow_pipe *pipe, struct rm_item *it,
 
 		if (!it[i].by_match)
 			continue;
-		for (h = canon_hash(it[i].canon, it[i].len) & mask;
+		for (h = ctl_canon_hash(it[i].canon, it[i].len) & mask;
 		     tab[h] != UINT32_MAX; h = (h + 1) & mask)
 			;
 		tab[h] = (uint32_t)i;
@@ -800,7 +757,7 @@ static int rm_find(struct req *r, struct dpflow_pipe *pipe, struct rm_item *it,
 			continue;
 		ec = dpflow_entry_cfg(e);
 		len = ctl_entry_canon(pipe, ec, canon);
-		for (size_t h = canon_hash(canon, len) & mask;
+		for (size_t h = ctl_canon_hash(canon, len) & mask;
 		     tab[h] != UINT32_MAX; h = (h + 1) & mask) {
 			struct rm_item *x = &it[tab[h]];
 			char field[32];
@@ -841,6 +798,28 @@ static int rm_find(struct req *r, struct dpflow_pipe *pipe, struct rm_item *it,
 	return rc;
 }
 
+/*
+ * A slot number as a request gives it: a JSON integer, or a string of
+ * decimal digits (dpflowctl sends YAML scalars as strings); -1 when it
+ * is neither.
+ */
+static long long slot_number(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	long long n = 0;
+
+	if (json_is_integer(v))
+		return json_integer_value(v) < 0 ? -1 : json_integer_value(v);
+	if (!s || !*s || strlen(s) > 10)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		n = n * 10 + (*s - '0');
+	}
+	return n;
+}
+
 /* Item @i of entries.rm: {"slot": N} or an entry's match. */
 static int rm_parse(struct req *r, struct dpflow_pipe *pipe, json_t *item,
 		    unsigned i, struct rm_item *x)
@@ -852,24 +831,23 @@ static int rm_parse(struct req *r, struct dpflow_pipe *pipe, json_t *item,
 	int rc;
 
 	if (slot) {
+		long long n = slot_number(slot);
+
 		snprintf(field, sizeof(field), "entries[%u].slot", i);
 		if (json_object_size(item) != 1)
 			return fail(r, EINVAL, field,
 				    "entries[%u]: 'slot' goes alone", i);
-		if (!json_is_integer(slot) || json_integer_value(slot) < 0 ||
-		    json_integer_value(slot) >= dpflow_pipe_size(pipe))
+		if (n < 0 || n >= dpflow_pipe_size(pipe))
 			return fail(r, EINVAL, field,
 				    "entries[%u].slot: expected a slot within "
 				    "0..%u",
 				    i, dpflow_pipe_size(pipe) - 1);
-		x->e =
-		    dpflow_pipe_entry(pipe, (uint32_t)json_integer_value(slot));
+		x->e = dpflow_pipe_entry(pipe, (uint32_t)n);
 		if (!x->e)
 			return fail(r, ENOENT, field,
 				    "entries[%u]: slot %lld of pipe '%s' is "
 				    "free",
-				    i, (long long)json_integer_value(slot),
-				    dpflow_pipe_name(pipe));
+				    i, n, dpflow_pipe_name(pipe));
 		return 0;
 	}
 	rc = parse_item(r, pipe, item, i, DPFLOW_ENTRY_PARSE_KEY, &e);
@@ -1181,6 +1159,34 @@ static const struct cmd {
     {"entries.batch", cmd_entries_batch, ops_keys},
 };
 
+/*
+ * Applications' requests, by their name's prefix: the app's hook answers
+ * them when the run has the app (dpflow_ctl_hooks.request); without it,
+ * the request is told what is missing rather than that the cmd is unknown.
+ */
+static const struct app_cmds {
+	const char *prefix;
+	const char *app;
+	const char *config; /* the key that enables it */
+} app_cmds[] = {
+    {"l4lb.", "l4lb", "apps.l4lb"},
+};
+
+/* Refuse @name, the request of an application this run lacks; 0 when
+ * it names none. */
+static int no_app(struct req *r, const char *name)
+{
+	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(app_cmds); i++) {
+		const struct app_cmds *a = &app_cmds[i];
+
+		if (!strncmp(name, a->prefix, strlen(a->prefix)))
+			return fail(r, ENOENT, "cmd",
+				    "no %s app in this run (%s in the config)",
+				    a->app, a->config);
+	}
+	return 0;
+}
+
 static int check_keys(struct req *r, const struct cmd *c)
 {
 	const char *key;
@@ -1233,6 +1239,8 @@ static int dispatch(struct req *r, const char *req, size_t len)
 		if (r->app_reply)
 			return 0;
 	}
+	if (!c && (rc = no_app(r, name)))
+		return rc;
 	if (!c)
 		return fail(
 		    r, EINVAL, "cmd",

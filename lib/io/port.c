@@ -452,12 +452,20 @@ struct dpflow_ring *dpflow_port_ring_tx(struct dpflow_port *port)
 	return port->ops->ring(port, true);
 }
 
+int dpflow_port_sync(struct dpflow_port *port, struct dpflow_error *err)
+{
+	dpflow_error_clear(err);
+	if (!port || !port->ops->finish)
+		return 0;
+	return port->ops->finish(port, false, err);
+}
+
 int dpflow_port_finish(struct dpflow_port *port, struct dpflow_error *err)
 {
 	dpflow_error_clear(err);
 	if (!port || !port->ops->finish)
 		return 0;
-	return port->ops->finish(port, err);
+	return port->ops->finish(port, true, err);
 }
 
 void dpflow_port_discard(struct dpflow_port *port)

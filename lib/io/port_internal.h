@@ -135,9 +135,11 @@ struct dpflow_port_ops {
 	struct dpflow_ring *(*ring)(struct dpflow_port *port, bool tx);
 
 	/*
-	 * Flush pending output and release everything open acquired; the
-	 * generic layer then frees @port. Packets still held by the backend
-	 * are freed to their pool.
+	 * Release everything open acquired; the generic layer then frees
+	 * @port. Packets still held by the backend are freed to their pool.
+	 * Output not committed by finish is removed, except where the owner
+	 * never called finish nor discard: then close commits it (errors
+	 * logged).
 	 */
 	void (*close)(struct dpflow_port *port);
 
@@ -152,13 +154,18 @@ struct dpflow_port_ops {
 	const char *(*path)(const struct dpflow_port *port, bool tx);
 
 	/*
-	 * The end of a run, with no data-path call in flight: flush pending
-	 * output and report the first error either side met (input
-	 * unreadable or cut short, a failed write). Returns 0 or a negative
-	 * errno with @err naming the file and, for input, the packet (from
-	 * 1). NULL op: the backend cannot fail so.
+	 * The end of a run, with no data-path call in flight: flush, sync
+	 * and close pending output and report the first error either side
+	 * met (input unreadable or cut short, a failed write), without
+	 * logging it. With @commit, a port that met no error and was not
+	 * discarded then commits its output (a pcap port renames its
+	 * temporary file onto the target); that happens once, and its
+	 * failure is reported too. Returns 0 or a negative errno with @err
+	 * naming the file and, for input, the packet (from 1). NULL op: the
+	 * backend cannot fail so and has nothing to commit.
 	 */
-	int (*finish)(struct dpflow_port *port, struct dpflow_error *err);
+	int (*finish)(struct dpflow_port *port, bool commit,
+		      struct dpflow_error *err);
 
 	/*
 	 * From now on close leaves nothing behind: output written so far is

@@ -19,23 +19,39 @@
  *
  * Transmit: one queue; each packet becomes one record stamped tx_time_ns,
  * else rx_ts_ns, else the current time, and is freed to its pool. Output is
- * buffered by stdio. It goes to a temporary file beside the target
- * (".NAME.XXXXXX", created with O_EXCL, the target's mode when it exists),
- * renamed onto the target at close; a discarded port, or one whose writes
- * failed, removes the temporary file and leaves the target as it was. A
- * target that is a symlink is followed (the file it names is replaced). A
- * target that exists and is not a regular file (a FIFO, /dev/null), or
- * lies under /dev or /proc (/dev/stdout), is written directly.
+ * buffered by stdio (TX_BUF bytes) and flushed every TX_FLUSH_AT bytes, so
+ * that a failed write is seen at a flush of ours: the packets since the
+ * last good flush then move from tx_pkts to tx_errors, and nothing more is
+ * written. Where the output goes (struct tx_way):
+ *  - a temporary file beside the target (".NAME.XXXXXX", O_EXCL, the
+ *    target's owner, group and mode when it exists), renamed onto the
+ *    target when the port finishes; a symlink target is followed;
+ *  - the target itself, written in place, where a rename could not keep
+ *    the promise: the directory is not writable by us, it is sticky and
+ *    the file is another user's, or the file has other hard links. The
+ *    file is opened at open but truncated only at the first transmit or
+ *    at finish (a run that sends nothing leaves a header), never earlier;
+ *  - directly, for a target that exists and is not a regular file (a FIFO,
+ *    a device, a socket) and for /dev/stdin, /dev/stdout, /dev/stderr,
+ *    /dev/fd/N and /proc/PID/fd/N: opened and truncated at open.
+ * Finish flushes, fsyncs and closes the file, then commits (renames the
+ * temporary file; writes the header of an in-place target that got no
+ * packet); a port that met an error or was discarded commits nothing, and
+ * close removes its temporary file. A rename that fails keeps the
+ * temporary file and names it. Close commits a port that never finished
+ * (errors logged).
  *
  * Errors: a capture that cannot be read to its end (cut mid-record) ends
  * the input; the first such error and the first failed write are kept for
- * dpflow_port_finish(), with the file and the packet number.
+ * dpflow_port_finish(), with the file and the packet number, and not
+ * logged.
  *
  * Check (dpflow_port_open_check): the keys through open's own code, the rx
- * file opened as a capture and closed (a FIFO or device only tested for
- * read access: its header would be taken from the writer), the tx target
- * through open's own resolution (directory, rx file) and then only tested for
- * write access: nothing is created, truncated or opened for writing.
+ * file opened as a capture and closed (a FIFO, a tty or a descriptor path
+ * only tested for read access: its header would be taken from the writer),
+ * the tx target through open's own resolution (directory, rx file, way)
+ * and then only tested for write access: nothing is created, truncated or
+ * opened for writing.
  *
  * Threads: one receiving thread and one transmitting thread at a time; the
  * two sides share nothing but the port.
@@ -43,6 +59,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +85,14 @@
 
 /* Largest record written: libpcap's own maximum snapshot length. */
 #define TX_SNAPLEN 262144
+/* The output's stdio buffer, and the fill at which tx_burst flushes it:
+ * below TX_BUF by more than a record (16 + 65535 bytes), so stdio never
+ * writes on its own and every write is one of our flushes. */
+#define TX_BUF	    (256u << 10)
+#define TX_FLUSH_AT (64u << 10)
+/* The pcap file header and a record header. */
+#define PCAP_FILE_HLEN 24
+#define PCAP_REC_HLEN  16
 
 #define ETH_HLEN  14
 #define SLL_HLEN  16
@@ -97,6 +122,13 @@ struct tx_ctrs {
 	uint64_t pkts, bytes, errors;
 };
 
+/* How the output reaches its target (see the top of the file). */
+enum tx_way {
+	TX_DIRECT,  /* the path itself, opened and truncated at open */
+	TX_TMP,	    /* a temporary file renamed onto the target */
+	TX_INPLACE, /* the target, truncated at the first transmit */
+};
+
 struct port_pcap {
 	struct dpflow_port up;
 	/* receive side: used by the receiving thread */
@@ -110,16 +142,24 @@ struct port_pcap {
 	struct rx_ctrs rxc;
 	/* transmit side: used by the transmitting thread */
 	pcap_t *tx_dead DPFLOW_CACHE_ALIGNED;
-	pcap_dumper_t *tx;
-	int tx_err; /* the first failed write's errno, or 0 */
+	pcap_dumper_t *tx; /* NULL: not started yet, or closed */
+	int tx_err;	   /* the first failed write's errno, or 0 */
+	uint64_t pend_pkts, pend_bytes; /* counted since the last flush */
+	uint64_t pend_file;		/* file bytes since the last flush */
 	struct tx_ctrs txc;
 	/* cold: set at open, read at finish and close */
-	char *rx_file;	 /* rx= as given */
-	char *rx_real;	 /* its realpath, NULL for a device or FIFO */
-	char *tx_file;	 /* tx= as given */
-	char *tx_real;	 /* the target resolved, NULL: exempt (direct) */
-	char *tx_tmp;	 /* the temporary file, NULL: written directly */
-	bool tx_discard; /* close removes tx_tmp */
+	char *rx_file;	  /* rx= as given */
+	char *rx_real;	  /* its realpath, NULL for a device or FIFO */
+	char *tx_file;	  /* tx= as given */
+	char *tx_real;	  /* the target resolved, NULL: exempt (direct) */
+	char *tx_tmp;	  /* the temporary file (TX_TMP) until committed */
+	char *tx_buf;	  /* the output's stdio buffer */
+	const char *why;  /* TX_INPLACE: why not through a temporary file */
+	enum tx_way way;  /* set with tx_real */
+	int tx_fd;	  /* TX_INPLACE: the target, not truncated yet */
+	bool tx_started;  /* the output was opened for writing */
+	bool tx_finished; /* finish with commit ran */
+	bool tx_discard;  /* nothing is committed; close removes tx_tmp */
 	char rx_msg[DPFLOW_ERROR_MSG_MAX]; /* libpcap's words for rx_err */
 };
 
@@ -302,16 +342,11 @@ static bool read_next(struct port_pcap *pp, struct rx_ctrs *c)
 		return true;
 	}
 	if (r == PCAP_ERROR) {
+		/* kept for finish, which reports it: not logged here */
 		c->errors++;
 		pp->rx_err = EIO;
 		snprintf(pp->rx_msg, sizeof(pp->rx_msg), "%s",
 			 pcap_geterr(pp->rx));
-		DPFLOW_LOG_RL(DPFLOW_LOG_ERR, "port", 1, 1000,
-			      "%s: read failed at packet %llu, input ends "
-			      "here: %s",
-			      pp->up.name,
-			      (unsigned long long)pp->rx_records + 1,
-			      pp->rx_msg);
 	}
 	/* PCAP_ERROR_BREAK: end of file (0 is for live captures only). */
 	pp->rx_eof = true;
@@ -382,6 +417,91 @@ static uint16_t file_rx_burst(struct dpflow_port *port, uint16_t queue,
 	return k;
 }
 
+/* Counters the transmitting thread (or finish) took back. */
+static void ctr_sub(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) - v,
+			 __ATOMIC_RELAXED);
+}
+
+/*
+ * A write failed (@code): keep the first error, and count the packets not
+ * known to be in the file as errors, not as transmitted.
+ */
+static void tx_fail(struct port_pcap *pp, int code)
+{
+	if (!pp->tx_err)
+		pp->tx_err = code;
+	ctr_sub(&pp->txc.pkts, pp->pend_pkts);
+	ctr_sub(&pp->txc.bytes, pp->pend_bytes);
+	port_ctr_add(&pp->txc.errors, pp->pend_pkts);
+	pp->pend_pkts = pp->pend_bytes = pp->pend_file = 0;
+}
+
+/* Write out the stdio buffer; a failure goes to tx_fail. */
+static void tx_flush(struct port_pcap *pp)
+{
+	FILE *f = pcap_dump_file(pp->tx);
+
+	errno = 0;
+	if (fflush(f) || ferror(f))
+		tx_fail(pp, errno ? errno : EIO);
+	pp->pend_pkts = pp->pend_bytes = pp->pend_file = 0;
+}
+
+/*
+ * Start writing on @fd (which this takes over): a stdio stream with our
+ * buffer, and the pcap file header. 0 or -errno (@fd closed).
+ */
+static int tx_stream(struct port_pcap *pp, int fd)
+{
+	FILE *f = NULL;
+
+	pp->tx_buf = malloc(TX_BUF);
+	if (pp->tx_buf)
+		f = fdopen(fd, "wb");
+	if (!f) {
+		close(fd);
+		free(pp->tx_buf);
+		pp->tx_buf = NULL;
+		return -ENOMEM;
+	}
+	errno = 0;
+	if (setvbuf(f, pp->tx_buf, _IOFBF, TX_BUF) ||
+	    !(pp->tx = pcap_dump_fopen(pp->tx_dead, f))) {
+		int code = errno ? errno : EIO;
+		fclose(f);
+		free(pp->tx_buf);
+		pp->tx_buf = NULL;
+		return -code;
+	}
+	pp->tx_started = true;
+	pp->pend_file = PCAP_FILE_HLEN;
+	return 0;
+}
+
+/*
+ * An in-place target, opened at open and untouched so far: truncate it
+ * and start writing. 0, or -errno (kept in tx_err).
+ */
+static int tx_start_inplace(struct port_pcap *pp)
+{
+	int fd = pp->tx_fd, rc;
+
+	if (pp->way != TX_INPLACE || fd < 0)
+		return -EBADF; /* finished or closed: a caller's mistake */
+	pp->tx_fd = -1;
+	if (ftruncate(fd, 0)) {
+		rc = -errno;
+		close(fd);
+	} else {
+		rc = tx_stream(pp, fd);
+	}
+	if (rc && !pp->tx_err)
+		pp->tx_err = -rc;
+	return rc;
+}
+
 static uint16_t file_tx_burst(struct dpflow_port *port, uint16_t queue,
 			      struct dpflow_pool *pool, const uint32_t *idx,
 			      uint16_t n)
@@ -390,9 +510,17 @@ static uint16_t file_tx_burst(struct dpflow_port *port, uint16_t queue,
 	uint32_t room = (uint32_t)pool->headroom + pool->data_room;
 	uint64_t now = 0, bytes = 0, written = 0, bad = 0;
 	struct pcap_pkthdr h;
+	uint16_t k = n;
 
 	(void)queue;
-	for (uint16_t i = 0; i < n; i++) {
+	/* after a failed write nothing more goes to the file, which would
+	 * have a hole */
+	if (DPFLOW_UNLIKELY(!pp->tx || pp->tx_err) &&
+	    (pp->tx_err || tx_start_inplace(pp))) {
+		bad = n;
+		k = 0;
+	}
+	for (uint16_t i = 0; i < k; i++) {
 		const struct dpflow_pkt_meta *m =
 		    dpflow_pool_meta(pool, idx[i]);
 		uint64_t ts = m->tx_time_ns ? m->tx_time_ns : m->rx_ts_ns;
@@ -417,21 +545,16 @@ static uint16_t file_tx_burst(struct dpflow_port *port, uint16_t queue,
 		written++;
 		bytes += m->data_len;
 	}
-	if (DPFLOW_UNLIKELY(ferror(pcap_dump_file(pp->tx)))) {
-		if (!pp->tx_err)
-			pp->tx_err = errno ? errno : EIO;
-		DPFLOW_LOG_RL(DPFLOW_LOG_ERR, "port", 1, 1000,
-			      "%s: write failed: %s", port->name,
-			      strerror(pp->tx_err));
-		bad += written;
-		written = 0;
-		bytes = 0;
-	}
 	dpflow_pool_free_bulk(pool, idx, n);
 	port_ctr_add(&pp->txc.pkts, written);
 	port_ctr_add(&pp->txc.bytes, bytes);
 	if (DPFLOW_UNLIKELY(bad))
 		port_ctr_add(&pp->txc.errors, bad);
+	pp->pend_pkts += written;
+	pp->pend_bytes += bytes;
+	pp->pend_file += bytes + written * PCAP_REC_HLEN;
+	if (pp->pend_file >= TX_FLUSH_AT)
+		tx_flush(pp);
 	return n;
 }
 
@@ -500,25 +623,25 @@ static char *resolve(const char *path)
 }
 
 /*
- * Does @path lie in /dev or /proc, where names stand for descriptors and
- * devices (/dev/stdout), so that replacing the file would be wrong?
+ * Does @path name a descriptor rather than a file (/dev/stdout,
+ * /dev/fd/3, /proc/self/fd/1), so that it is always written directly and
+ * read as a stream, whatever it stands for?
  */
-static bool in_dev_or_proc(const char *path)
+static bool path_is_descriptor(const char *path)
 {
-	char *dir, *rdir;
-	bool in;
+	return !strcmp(path, "/dev/stdin") || !strcmp(path, "/dev/stdout") ||
+	       !strcmp(path, "/dev/stderr") || !strncmp(path, "/dev/fd/", 8) ||
+	       !fnmatch("/proc/*/fd/*", path, FNM_PATHNAME);
+}
 
-	if (!strchr(path, '/'))
-		return false;
-	dir = dir_of(path);
-	rdir = dir ? realpath(dir, NULL) : NULL;
-	free(dir);
-	if (!rdir)
-		return false;
-	in = !strncmp(rdir, "/dev", 4) && (!rdir[4] || rdir[4] == '/');
-	in = in || (!strncmp(rdir, "/proc", 5) && (!rdir[5] || rdir[5] == '/'));
-	free(rdir);
-	return in;
+/* libpcap's message @msg without the "PATH: " it may start with. */
+static const char *without_path(const char *msg, const char *path)
+{
+	size_t len = strlen(path);
+
+	if (!strncmp(msg, path, len) && !strncmp(msg + len, ": ", 2))
+		return msg + len + 2;
+	return msg;
 }
 
 static int open_rx(struct port_pcap *pp, const char *path,
@@ -541,7 +664,8 @@ static int open_rx(struct port_pcap *pp, const char *path,
 	    path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
 	if (!pp->rx)
 		return dpflow_error_set(err, errno ? errno : EINVAL, "rx",
-					"cannot read '%s': %s", path, errbuf);
+					"cannot read '%s': %s", path,
+					without_path(errbuf, path));
 	dlt = pcap_datalink(pp->rx);
 	kind = link_kind_of(dlt);
 	if (kind < 0) {
@@ -578,9 +702,28 @@ static void tmp_suffix(char *x, unsigned n)
 }
 
 /*
- * Create the temporary file for target @real (mode: @st's when the target
- * exists, else 0666 under the umask) beside it: ".BASE.XXXXXX", O_EXCL.
- * Sets pp->tx_tmp; returns the descriptor or -errno.
+ * Give the temporary file @fd the owner, group and mode of the target
+ * @st: as root the owner and group, else the group where we are in it
+ * (EPERM is no error: the file is then ours); the mode always.
+ */
+static int keep_owner_mode(int fd, const struct stat *st)
+{
+	if ((st->st_uid != geteuid() || st->st_gid != getegid()) &&
+	    fchown(fd, st->st_uid, st->st_gid) &&
+	    (errno != EPERM ||
+	     (fchown(fd, (uid_t)-1, st->st_gid) && errno != EPERM)))
+		return -errno;
+	/* after the chown, which clears set-id bits */
+	if (fchmod(fd, st->st_mode & 07777))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Create the temporary file for target @real (owner, group and mode:
+ * @st's when the target exists, else ours and 0666 under the umask)
+ * beside it: ".BASE.XXXXXX", O_EXCL. Sets pp->tx_tmp; returns the
+ * descriptor or -errno.
  */
 static int make_tmp(struct port_pcap *pp, const char *real,
 		    const struct stat *st)
@@ -588,7 +731,7 @@ static int make_tmp(struct port_pcap *pp, const char *real,
 	const char *slash = strrchr(real, '/');
 	size_t dl = (size_t)(slash - real) + 1;
 	size_t len = strlen(real) + 9;
-	int fd = -EEXIST;
+	int fd = -EEXIST, rc;
 
 	pp->tx_tmp = malloc(len);
 	if (!pp->tx_tmp)
@@ -602,11 +745,10 @@ static int make_tmp(struct port_pcap *pp, const char *real,
 		if (fd < 0)
 			fd = -errno;
 	}
-	if (fd >= 0 && st && fchmod(fd, st->st_mode & 07777)) {
-		int code = errno;
+	if (fd >= 0 && st && (rc = keep_owner_mode(fd, st))) {
 		close(fd);
 		unlink(pp->tx_tmp);
-		fd = -code;
+		fd = rc;
 	}
 	if (fd < 0) {
 		free(pp->tx_tmp);
@@ -615,46 +757,79 @@ static int make_tmp(struct port_pcap *pp, const char *real,
 	return fd;
 }
 
-/* Open the dump on @path itself, or on a temporary file for it. */
-static int open_dump(struct port_pcap *pp, const char *path, bool direct,
+/*
+ * Open the output as pp->way says: the path itself (truncated), a
+ * temporary file for it, or (in place) the target without truncating it,
+ * kept in pp->tx_fd until the first transmit. 0 or -errno.
+ */
+static int open_dump(struct port_pcap *pp, const char *path,
 		     const struct stat *st)
 {
-	FILE *f;
-	int fd, code;
+	int fd, rc;
 
-	errno = 0;
-	if (direct) {
-		pp->tx = pcap_dump_open(pp->tx_dead, path);
-		return pp->tx ? 0 : -(errno ? errno : EIO);
+	switch (pp->way) {
+	case TX_INPLACE:
+		pp->tx_fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		return pp->tx_fd < 0 ? -errno : 0;
+	case TX_DIRECT:
+		fd = open(path,
+			  O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_CLOEXEC,
+			  0666);
+		return fd < 0 ? -errno : tx_stream(pp, fd);
+	case TX_TMP:
+		break;
 	}
 	fd = make_tmp(pp, pp->tx_real, st);
 	if (fd < 0)
 		return fd;
-	f = fdopen(fd, "wb");
-	if (f)
-		pp->tx = pcap_dump_fopen(pp->tx_dead, f);
-	if (pp->tx)
-		return 0;
-	code = errno ? errno : EIO;
-	if (f)
-		fclose(f);
+	rc = tx_stream(pp, fd);
+	if (rc) {
+		unlink(pp->tx_tmp);
+		free(pp->tx_tmp);
+		pp->tx_tmp = NULL;
+	}
+	return rc;
+}
+
+/*
+ * The regular file @st at @real exists: can it be replaced through a
+ * temporary file with its identity kept? Sets pp->way (TX_INPLACE when
+ * not, with the reason in pp->why). 0 or -ENOMEM.
+ */
+static int choose_way(struct port_pcap *pp, const char *real,
+		      const struct stat *st)
+{
+	char *dir = dir_of(real);
+	struct stat ds;
+	uid_t me = geteuid();
+
+	if (!dir)
+		return -ENOMEM;
+	pp->way = TX_INPLACE;
+	if (st->st_nlink > 1)
+		pp->why = "it has other hard links";
+	else if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS))
+		pp->why = "its directory is not writable";
+	/* the kernel's rule for renaming over a file in a sticky directory
+	 * (root: CAP_FOWNER) */
+	else if (!stat(dir, &ds) && (ds.st_mode & S_ISVTX) &&
+		 st->st_uid != me && ds.st_uid != me && me != 0)
+		pp->why = "its directory is sticky and the file another "
+			  "user's";
 	else
-		close(fd);
-	unlink(pp->tx_tmp);
-	free(pp->tx_tmp);
-	pp->tx_tmp = NULL;
-	return -code;
+		pp->way = TX_TMP;
+	free(dir);
+	return 0;
 }
 
 /*
  * Where tx=@path goes, for open and check alike: refuses a directory and
- * the rx file; sets pp->tx_file and pp->tx_real (NULL: exempt from the
- * collision check), *@exists (then @st is filled) and *@direct (written
- * in place, not through a temporary file).
+ * the rx file; sets pp->tx_file, pp->tx_real (NULL: exempt from the
+ * collision check) and pp->way, and *@exists (then @st is filled).
  */
 static int tx_target(struct port_pcap *pp, const struct port_args *args,
 		     const char *path, struct stat *st, bool *exists,
-		     bool *direct, struct dpflow_error *err)
+		     struct dpflow_error *err)
 {
 	*exists = !stat(path, st);
 	if (!*exists && errno != ENOENT)
@@ -665,11 +840,11 @@ static int tx_target(struct port_pcap *pp, const struct port_args *args,
 		return dpflow_error_set(err, EISDIR, "tx",
 					"cannot write '%s': it is a directory",
 					path);
-	*direct = (*exists && !S_ISREG(st->st_mode)) || in_dev_or_proc(path);
 	pp->tx_file = strdup(path);
 	if (!pp->tx_file)
 		return dpflow_error_set(err, ENOMEM, "tx",
 					"cannot write '%s': no memory", path);
+	pp->way = TX_DIRECT;
 	if (!*exists || S_ISREG(st->st_mode)) {
 		pp->tx_real = resolve(path);
 		if (!pp->tx_real)
@@ -681,6 +856,13 @@ static int tx_target(struct port_pcap *pp, const struct port_args *args,
 		return dpflow_error_set(err, EINVAL, "tx",
 					"'%s': tx '%s' is the rx file '%s'",
 					args->uri, path, pp->rx_file);
+	if (pp->tx_real && !path_is_descriptor(path)) {
+		pp->way = TX_TMP;
+		if (*exists && choose_way(pp, pp->tx_real, st))
+			return dpflow_error_set(err, ENOMEM, "tx",
+						"cannot write '%s': no memory",
+						path);
+	}
 	return 0;
 }
 
@@ -688,8 +870,8 @@ static int open_tx(struct port_pcap *pp, const struct port_args *args,
 		   const char *path, struct dpflow_error *err)
 {
 	struct stat st;
-	bool exists, direct;
-	int rc = tx_target(pp, args, path, &st, &exists, &direct, err);
+	bool exists;
+	int rc = tx_target(pp, args, path, &st, &exists, err);
 
 	if (rc)
 		return rc;
@@ -698,7 +880,7 @@ static int open_tx(struct port_pcap *pp, const struct port_args *args,
 	if (!pp->tx_dead)
 		return dpflow_error_set(err, ENOMEM, "tx",
 					"cannot write '%s': no memory", path);
-	rc = open_dump(pp, path, direct, exists ? &st : NULL);
+	rc = open_dump(pp, path, exists ? &st : NULL);
 	if (rc < 0) {
 		dpflow_error_set(err, -rc, "tx", "cannot write '%s': %s", path,
 				 strerror(-rc));
@@ -710,22 +892,22 @@ static int open_tx(struct port_pcap *pp, const struct port_args *args,
 
 /*
  * What open_tx would need, checked without writing: the target itself
- * when it is written in place and exists, else a directory it may create
- * files in (the temporary file's, or the target's). 0 or -errno with
- * @err as open fills it.
+ * when it is written in place or directly and exists, else a directory it
+ * may create files in (the temporary file's, or the target's). 0 or
+ * -errno with @err as open fills it.
  */
-static int tx_writable(const struct port_pcap *pp, bool exists, bool direct,
+static int tx_writable(const struct port_pcap *pp, bool exists,
 		       struct dpflow_error *err)
 {
 	char *dir = NULL;
 	int rc = 0;
 
-	if (direct && exists) {
-		if (access(pp->tx_file, W_OK))
+	if (exists && pp->way != TX_TMP) {
+		if (faccessat(AT_FDCWD, pp->tx_file, W_OK, AT_EACCESS))
 			rc = errno;
-	} else if (!(dir = dir_of(pp->tx_real))) {
+	} else if (!(dir = dir_of(pp->tx_real ? pp->tx_real : pp->tx_file))) {
 		rc = ENOMEM;
-	} else if (access(dir, W_OK | X_OK)) {
+	} else if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS)) {
 		rc = errno;
 	}
 	free(dir);
@@ -796,6 +978,7 @@ static int file_open(struct dpflow_port *port, const struct port_args *args,
 	const char *rx, *tx;
 	int rc = file_args(args, port->pool, &rx, &tx, err);
 
+	pp->tx_fd = -1;
 	if (rc)
 		return rc;
 	port->n_rxq = rx ? 1 : 0;
@@ -814,17 +997,31 @@ err:
 	return rc;
 }
 
+/* Is @path a terminal? Opened for reading only, without becoming ours. */
+static bool is_tty(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	bool tty = fd >= 0 && isatty(fd);
+
+	if (fd >= 0)
+		close(fd);
+	return tty;
+}
+
 /*
- * Is rx=@path a stream (a FIFO, a device such as /dev/stdin), whose header
- * a check must not read (it would take it from the writer, or wait for
- * one)? Then only its read permission is checked.
+ * Is rx=@path a stream (a FIFO, a terminal, a descriptor path such as
+ * /dev/stdin), whose header a check must not read (it would take it from
+ * the writer, or wait for one)? Then only its read permission is checked.
+ * Other devices (/dev/null) are opened as captures, as run opens them.
  */
 static int rx_stream(const char *path, bool *stream, struct dpflow_error *err)
 {
 	struct stat st;
+	bool exists = !stat(path, &st);
 
-	*stream =
-	    !stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	*stream = path_is_descriptor(path) ||
+		  (exists && (S_ISFIFO(st.st_mode) ||
+			      (S_ISCHR(st.st_mode) && is_tty(path))));
 	if (*stream && access(path, R_OK))
 		return dpflow_error_set(err, errno, "rx",
 					"cannot read '%s': %s", path,
@@ -835,7 +1032,7 @@ static int rx_stream(const char *path, bool *stream, struct dpflow_error *err)
 /*
  * Check: the keys, the rx file read as a capture (its header) and closed
  * (a stream only for read permission), the tx target resolved and
- * writable; nothing is created or written.
+ * writable the way open would write it; nothing is created or written.
  */
 static int file_check(const struct port_args *args, struct dpflow_pool *pool,
 		      char *paths[2], struct dpflow_error *err)
@@ -843,7 +1040,7 @@ static int file_check(const struct port_args *args, struct dpflow_pool *pool,
 	struct port_pcap pp;
 	const char *rx, *tx;
 	struct stat st;
-	bool exists, direct, stream = false;
+	bool exists, stream = false;
 	int rc;
 
 	memset(&pp, 0, sizeof(pp));
@@ -855,9 +1052,9 @@ static int file_check(const struct port_args *args, struct dpflow_pool *pool,
 	if (pp.rx)
 		pcap_close(pp.rx);
 	if (!rc && tx)
-		rc = tx_target(&pp, args, tx, &st, &exists, &direct, err);
+		rc = tx_target(&pp, args, tx, &st, &exists, err);
 	if (!rc && tx)
-		rc = tx_writable(&pp, exists, direct, err);
+		rc = tx_writable(&pp, exists, err);
 	if (!rc) {
 		paths[0] = pp.rx_real;
 		paths[1] = pp.tx_real;
@@ -867,36 +1064,105 @@ static int file_check(const struct port_args *args, struct dpflow_pool *pool,
 	return rc;
 }
 
-/* Flush the output; keep the first error in tx_err. */
-static void tx_flush(struct port_pcap *pp)
+/*
+ * Flush, fsync (a file of ours: temporary or in place) and close the
+ * output, keeping the first error. Nothing to do before it started or
+ * once closed.
+ */
+static void tx_close(struct port_pcap *pp)
 {
+	FILE *f;
+
+	if (!pp->tx)
+		return;
+	f = pcap_dump_file(pp->tx);
+	tx_flush(pp);
+	if (pp->way != TX_DIRECT && !pp->tx_err && fsync(fileno(f)))
+		tx_fail(pp, errno);
+	/* pcap_dump_close() is fclose() without its result */
 	errno = 0;
-	if ((pcap_dump_flush(pp->tx) < 0 || ferror(pcap_dump_file(pp->tx))) &&
-	    !pp->tx_err)
-		pp->tx_err = errno ? errno : EIO;
+	if (fclose(f) && !pp->tx_err)
+		tx_fail(pp, errno ? errno : EIO);
+	pp->tx = NULL;
+	free(pp->tx_buf);
+	pp->tx_buf = NULL;
 }
 
-static int file_finish(struct dpflow_port *port, struct dpflow_error *err)
+/*
+ * Commit the output: rename the temporary file onto the target (kept and
+ * named when that fails), or give an in-place target that got no packet
+ * its header. 0 or a negative errno with @err filled.
+ */
+static int tx_commit(struct port_pcap *pp, struct dpflow_error *err)
+{
+	int code;
+
+	if (pp->way == TX_INPLACE && !pp->tx_started) {
+		if (!tx_start_inplace(pp))
+			tx_close(pp);
+		if (!pp->tx_err)
+			return 0;
+		return dpflow_error_set(
+		    err, pp->tx_err, "tx", "writing '%s' (in place: %s): %s",
+		    pp->tx_file, pp->why, strerror(pp->tx_err));
+	}
+	if (pp->way != TX_TMP || !pp->tx_tmp)
+		return 0;
+	if (!rename(pp->tx_tmp, pp->tx_real)) {
+		free(pp->tx_tmp);
+		pp->tx_tmp = NULL;
+		return 0;
+	}
+	code = errno;
+	dpflow_error_set(err, code, "tx",
+			 "writing '%s': cannot rename the output onto it: %s; "
+			 "output kept in %s",
+			 pp->tx_file, strerror(code), pp->tx_tmp);
+	/* kept: close must not remove it */
+	free(pp->tx_tmp);
+	pp->tx_tmp = NULL;
+	return -code;
+}
+
+/*
+ * The end of a run: the output closed (flushed and synced), then the first
+ * error either side met; with @commit and no error, the output committed.
+ */
+static int file_finish(struct dpflow_port *port, bool commit,
+		       struct dpflow_error *err)
 {
 	struct port_pcap *pp = file_port(port);
+	bool now = commit && pp->tx_dead && !pp->tx_finished;
 
-	if (pp->tx)
-		tx_flush(pp);
+	tx_close(pp);
+	if (now)
+		pp->tx_finished = true; /* committed or not, only once */
 	if (pp->rx_err)
 		return dpflow_error_set(
 		    err, pp->rx_err, "rx", "reading '%s': packet %llu: %s",
 		    pp->rx_file, (unsigned long long)pp->rx_records + 1,
 		    pp->rx_msg);
 	if (pp->tx_err)
-		return dpflow_error_set(err, pp->tx_err, "tx",
-					"writing '%s': %s", pp->tx_file,
-					strerror(pp->tx_err));
-	return 0;
+		return dpflow_error_set(
+		    err, pp->tx_err, "tx", "writing '%s'%s%s%s: %s",
+		    pp->tx_file, pp->way == TX_INPLACE ? " (in place: " : "",
+		    pp->way == TX_INPLACE ? pp->why : "",
+		    pp->way == TX_INPLACE ? ")" : "", strerror(pp->tx_err));
+	if (!now || pp->tx_discard)
+		return 0;
+	return tx_commit(pp, err);
 }
 
 static void file_discard(struct dpflow_port *port)
 {
-	file_port(port)->tx_discard = true;
+	struct port_pcap *pp = file_port(port);
+
+	pp->tx_discard = true;
+	if (pp->way == TX_INPLACE && pp->tx_started && !pp->tx_finished)
+		DPFLOW_LOG_WARN("port",
+				"%s: '%s' is written in place (%s): it keeps "
+				"what was written before the discard",
+				port->name, pp->tx_file, pp->why);
 }
 
 static const char *file_path(const struct dpflow_port *port, bool tx)
@@ -909,24 +1175,17 @@ static const char *file_path(const struct dpflow_port *port, bool tx)
 static void file_close(struct dpflow_port *port)
 {
 	struct port_pcap *pp = file_port(port);
+	struct dpflow_error err;
 
-	if (pp->tx) {
-		tx_flush(pp);
-		pcap_dump_close(pp->tx);
-	}
-	if (pp->tx_err && !pp->tx_discard)
-		DPFLOW_LOG_ERR("port", "%s: writing '%s' failed: %s%s",
-			       port->name, pp->tx_file, strerror(pp->tx_err),
-			       pp->tx_tmp ? "; the file is left as it was"
-					  : "");
-	if (pp->tx_tmp && (pp->tx_discard || pp->tx_err)) {
-		unlink(pp->tx_tmp);
-	} else if (pp->tx_tmp && rename(pp->tx_tmp, pp->tx_real)) {
-		DPFLOW_LOG_ERR("port", "%s: renaming '%s' to '%s': %s",
-			       port->name, pp->tx_tmp, pp->tx_real,
-			       strerror(errno));
-		unlink(pp->tx_tmp);
-	}
+	/* an owner that never finished: commit as close always did */
+	if (pp->tx_dead && !pp->tx_finished && !pp->tx_discard &&
+	    file_finish(port, true, &err))
+		DPFLOW_LOG_ERR("port", "%s: %s", port->name, err.msg);
+	tx_close(pp);
+	if (pp->tx_fd >= 0)
+		close(pp->tx_fd); /* in place, never started: untouched */
+	if (pp->tx_tmp)
+		unlink(pp->tx_tmp); /* not committed */
 	if (pp->tx_dead)
 		pcap_close(pp->tx_dead);
 	if (pp->rx)

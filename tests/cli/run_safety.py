@@ -18,12 +18,26 @@
 - --cpus: a CPU that does not exist or is outside the affinity mask is
   refused, naming it;
 - the banner, --stats-interval, duration and pps in the report;
-- --check prints what would run and opens no port.
+- --check prints what would run and opens no port;
+- the review's holes: a failed commit (a rename refused) is exit 1 with
+  the output kept and named; regular files under /dev are replaced, never
+  truncated by a failed start; where a rename cannot keep the file (a
+  directory we cannot write, a sticky one, hard links, another user's
+  file as root) the target is written in place, truncated only when the
+  run writes, or its owner kept; SIGTERM during start-up fails the start
+  and leaves nothing behind; messages say each thing once, a failed
+  write counts nothing as sent, "1 entry";
+- `dpflow gen -o` keeps an existing file when the gen fails.
+
+Cases that act as an ordinary user run dpflow through setpriv as nobody;
+they skip where the test is not root or setpriv is missing.
 
 usage: run_safety.py DPFLOW
 """
 import os
 import re
+import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -87,9 +101,23 @@ class Tap:
         return 1 if self.failed else 0
 
 
-def run(dpflow, *args, cwd=None, timeout=60, preexec=None):
-    p = subprocess.run([dpflow, *args], capture_output=True, text=True,
-                       timeout=timeout, cwd=cwd, preexec_fn=preexec)
+# Acting as an ordinary user (nobody) where the test runs as root.
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def can_be_nobody():
+    """None when dpflow can run as nobody, else why not."""
+    if not shutil.which("setpriv"):
+        return "setpriv missing"
+    if os.geteuid() != 0:
+        return "not root: cannot act as another user"
+    return None
+
+
+def run(dpflow, *args, cwd=None, timeout=60, preexec=None, nobody=False):
+    p = subprocess.run((NOBODY if nobody else []) + [dpflow, *args],
+                       capture_output=True, text=True, timeout=timeout,
+                       cwd=cwd, preexec_fn=preexec)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -428,6 +456,297 @@ def check(tap, dpflow):
            "nosuchtype" in err and d.untouched(), err)
     d.close()
 
+def last_line(out):
+    return out.rstrip("\n").splitlines()[-1] if out.strip() else ""
+
+
+def open_to_nobody(d):
+    """@d (a temporary directory of ours) searchable and its files
+    readable by nobody."""
+    os.chmod(d, 0o755)
+    for n in os.listdir(d):
+        if os.path.isfile(os.path.join(d, n)):
+            os.chmod(os.path.join(d, n), 0o644)
+
+
+def failed_commits(tap, dpflow):
+    """Review item 1: the commit happens before the report, and a commit
+    that fails is an error that keeps the output."""
+    why = can_be_nobody()
+    if why:
+        tap.skip("sticky directory, another user's file: written", why)
+        tap.skip("directory made read-only mid-run: exit 1, output kept",
+                 why)
+        return
+    d = Dir(dpflow)
+    ref = d.path("ref.pcap")
+    run(dpflow, "run", d.write("ref.yaml", ROUTER % {"inp": d.inp,
+                                                     "out": ref}))
+    want = read(ref)
+    os.remove(ref)
+    sticky = d.path("sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    out = os.path.join(sticky, "out.pcap")
+    with open(out, "wb") as f:
+        f.write(d.old)
+    os.chmod(out, 0o666)
+    cfg = d.write("sticky.yaml", ROUTER % {"inp": d.inp, "out": out})
+    open_to_nobody(d.d)
+    rc, so, err = run(dpflow, "run", cfg, nobody=True)
+    tap.ok("sticky directory, root's file (mode 666), run as nobody: the "
+           "output is written (in place), status ok",
+           rc == 0 and last_line(so) == "status: ok" and
+           read(out) == want and os.stat(out).st_uid == 0 and
+           not strays(sticky),
+           "rc %d\n%s\n%s\nout.pcap %d bytes, strays %s" %
+           (rc, so, err, len(read(out)), strays(sticky)))
+
+    w = d.path("w")
+    os.mkdir(w)
+    out = os.path.join(w, "out.pcap")
+    with open(out, "wb") as f:
+        f.write(d.old)
+    os.chown(w, 65534, 65534)
+    os.chown(out, 65534, 65534)
+    cfg = d.write("live.yaml", LIVE % {"out": out})
+    os.chmod(cfg, 0o644)
+    p = subprocess.Popen(NOBODY + [dpflow, "run", cfg, "--duration", "1.5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    for _ in range(200):
+        if strays(w):
+            break
+        time.sleep(0.05)
+    os.chmod(w, 0o555)
+    so, err = p.communicate(timeout=60)
+    os.chmod(w, 0o755)
+    kept = strays(w)
+    tmp = os.path.join(w, kept[0]) if len(kept) == 1 else "?"
+    tap.ok("directory made read-only mid-run (nobody): exit 1, status "
+           "error, the output kept in its temporary file and named",
+           p.returncode == 1 and
+           last_line(so).startswith("status: error: port lan: writing '%s'"
+                                    ": cannot rename" % out) and
+           ("output kept in %s" % tmp) in err and read(out) == d.old and
+           read(tmp)[:4] == b"\x4d\x3c\xb2\xa1",
+           "rc %d\n%s\n%s\nstrays %s" % (p.returncode, so, err, kept))
+    d.close()
+
+
+def dev_files(tap, dpflow):
+    """Review item 2: a regular file under /dev is a file like any
+    other."""
+    if not os.access("/dev/shm", os.W_OK):
+        tap.skip("a regular file under /dev/shm", "no writable /dev/shm")
+        return
+    d = Dir(dpflow)
+    with tempfile.TemporaryDirectory(dir="/dev/shm",
+                                     prefix="dpflow-safety-") as shm:
+        out = os.path.join(shm, "x.pcap")
+        with open(out, "wb") as f:
+            f.write(d.old)
+        cfg = d.write("shm.yaml", ROUTER % {"inp": d.inp, "out": out})
+        rc, so, err = run(dpflow, "run", cfg, "--metrics",
+                          "127.0.0.1:99999")
+        tap.ok("a failed start leaves a regular file under /dev/shm as it "
+               "was", rc == 1 and read(out) == d.old and not strays(shm),
+               "rc %d, %d bytes\n%s" % (rc, len(read(out)), err))
+        rc, so, err = run(dpflow, "run", cfg)
+        tap.ok("a run replaces a regular file under /dev/shm whole",
+               rc == 0 and len(read(out)) == PCAP_BYTES and
+               not strays(shm), err)
+    d.close()
+
+
+def in_place(tap, dpflow):
+    """Review item 3: where a rename cannot keep the file, it is written
+    in place, truncated only once the run writes; root keeps the owner."""
+    d = Dir(dpflow)
+    ref = d.path("ref.pcap")
+    run(dpflow, "run", d.write("ref.yaml", ROUTER % {"inp": d.inp,
+                                                     "out": ref}))
+    want = read(ref)
+    os.remove(ref)
+
+    link = d.path("link.pcap")
+    os.link(d.out, link)
+    rc, so, err = run(dpflow, "run", d.cfg, "--metrics", "127.0.0.1:99999")
+    tap.ok("a target with two hard links: a failed start leaves it as it "
+           "was", rc == 1 and d.untouched() and read(link) == d.old,
+           "rc %d\n%s" % (rc, err))
+    rc, so, err = run(dpflow, "run", d.cfg)
+    tap.ok("a target with two hard links is written in place: both names "
+           "hold the output",
+           rc == 0 and read(d.out) == want and read(link) == want and
+           os.stat(d.out).st_ino == os.stat(link).st_ino and
+           not strays(d.d), "rc %d\n%s" % (rc, err))
+    os.remove(link)
+
+    if os.geteuid() != 0:
+        tap.skip("root replacing another user's file keeps its owner",
+                 "not root")
+    else:
+        d.reset()
+        os.chown(d.out, 65534, 65534)
+        os.chmod(d.out, 0o640)
+        rc, so, err = run(dpflow, "run", d.cfg)
+        st = os.stat(d.out)
+        tap.ok("root replacing another user's file keeps its owner, group "
+               "and mode",
+               rc == 0 and read(d.out) == want and st.st_uid == 65534 and
+               st.st_gid == 65534 and stat.S_IMODE(st.st_mode) == 0o640 and
+               not strays(d.d),
+               "rc %d, uid %d gid %d mode %o\n%s" %
+               (rc, st.st_uid, st.st_gid, st.st_mode, err))
+
+    why = can_be_nobody()
+    if why:
+        for c in ("a failed start", "a run", "a run that sends nothing"):
+            tap.skip("a writable file in a read-only directory: " + c, why)
+        d.close()
+        return
+    ro = d.path("ro")
+    os.mkdir(ro)
+    out = os.path.join(ro, "out.pcap")
+    with open(out, "wb") as f:
+        f.write(d.old)
+    cfg = d.write("ro.yaml", ROUTER % {"inp": d.inp, "out": out})
+    quiet = d.write("quiet.yaml", (ROUTER % {"inp": d.inp, "out": out})
+                    .replace("10.0.0.0/8", "10.0.0.0/32"))
+    open_to_nobody(d.d)
+    os.chmod(out, 0o666)
+    rc, so, err = run(dpflow, "run", cfg, "--metrics", "127.0.0.1:99999",
+                      nobody=True)
+    tap.ok("a writable file in a read-only directory (nobody): a failed "
+           "start leaves it as it was",
+           rc == 1 and read(out) == d.old, "rc %d\n%s" % (rc, err))
+    rc, so, err = run(dpflow, "run", cfg, nobody=True)
+    tap.ok("a writable file in a read-only directory (nobody): a run "
+           "writes it in place",
+           rc == 0 and last_line(so) == "status: ok" and read(out) == want
+           and not strays(ro), "rc %d\n%s\n%s" % (rc, so, err))
+    with open(out, "wb") as f:
+        f.write(d.old)
+    rc, so, err = run(dpflow, "run", quiet, nobody=True)
+    tap.ok("a writable file in a read-only directory (nobody): a run that "
+           "sends nothing leaves an empty capture (the header)",
+           rc == 0 and read(out) == want[:24],
+           "rc %d, %d bytes\n%s" % (rc, len(read(out)), err))
+    d.close()
+
+
+def signals(tap, dpflow):
+    """Review item 4: a signal during start-up fails the start cleanly;
+    SIGINT mid-run is a normal stop."""
+    d = Dir(dpflow)
+    fifo = d.path("fifo")
+    os.mkfifo(fifo)
+    # lan's temporary file is made, then the load waits for the FIFO
+    cfg = d.write("slow.yaml", ROUTER.replace(
+        "  - {name: in, uri: 'pcap:rx=%(inp)s'}\n"
+        "  - {name: lan, uri: 'pcap:tx=%(out)s'}\n",
+        "  - {name: lan, uri: 'pcap:tx=%(out)s'}\n"
+        "  - {name: in, uri: 'pcap:rx=%(inp)s'}\n") %
+        {"inp": fifo, "out": d.out})
+    p = subprocess.Popen([dpflow, "run", cfg], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if strays(d.d):
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)
+        os.write(fd, d.in_bytes)
+        os.close(fd)
+    except OSError:
+        pass  # the process is gone: nobody reads
+    so, err = p.communicate(timeout=30)
+    tap.ok("SIGTERM during a config load: exit 1, the start fails, the "
+           "output's temporary file removed, the target as it was",
+           p.returncode == 1 and "SIGTERM during start-up" in err and
+           d.untouched() and "status:" not in so,
+           "rc %d\n%s\n%s\nstrays %s" % (p.returncode, so, err,
+                                         strays(d.d)))
+
+    for n in strays(d.d):
+        os.remove(d.path(n))  # what a killed run left
+    live = d.write("live.yaml", LIVE % {"out": d.out})
+    p = subprocess.Popen([dpflow, "run", live], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if strays(d.d):
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    so, err = p.communicate(timeout=30)
+    got = read(d.out)
+    tap.ok("SIGINT mid-run is a normal stop: exit 0, status ok, the "
+           "output committed",
+           p.returncode == 0 and last_line(so) == "status: ok" and
+           got[:4] == b"\x4d\x3c\xb2\xa1" and (len(got) - 24) % 80 == 0
+           and not strays(d.d), "rc %d\n%s\n%s" % (p.returncode, so, err))
+    d.close()
+
+
+def messages(tap, dpflow):
+    """Review item 6: each thing said once; a failed write counts nothing
+    as sent; singular."""
+    d = Dir(dpflow)
+    missing = d.path("missing.pcap")
+    cfg = d.write("missing.yaml", ROUTER % {"inp": missing, "out": d.out})
+    rc, so, err = run(dpflow, "run", cfg)
+    tap.ok("a missing capture: 'cannot read' names the file once",
+           rc == 1 and "cannot read '%s': No such file or directory" %
+           missing in err and err.count(missing) == 1, err)
+    cut = d.path("cut.pcap")
+    with open(cut, "wb") as f:
+        f.write(d.in_bytes[:24 + 500 * 80 + 26])  # packet 501 cut
+    cfg = d.write("cut.yaml", ROUTER % {"inp": cut, "out": d.out})
+    rc, so, err = run(dpflow, "run", cfg)
+    tap.ok("run: a capture cut short is reported once on stderr",
+           rc == 1 and err.count("packet 501") == 1, err)
+    rc, so, err = run(dpflow, "inspect", "--summary", cut)
+    tap.ok("inspect: a capture cut short is reported once",
+           rc == 1 and err.count("packet 501") == 1, err)
+    if os.path.exists("/dev/full"):
+        cfg = d.write("full.yaml", ROUTER % {"inp": d.inp,
+                                             "out": "/dev/full"})
+        rc, so, err = run(dpflow, "run", cfg)
+        tap.ok("tx=/dev/full: no packet counted as sent, all 1000 as "
+               "tx_errors",
+               rc == 1 and re.search(r"^  lan +rx +0 pkts +0 bytes +tx +0 "
+                                     r"pkts +0 bytes$", so, re.M) and
+               "tx_errors 1000" in so and "tx 0 pkts" in so, so)
+    else:
+        tap.skip("tx=/dev/full counts nothing as sent", "no /dev/full")
+    rc, so, err = run(dpflow, "run", d.cfg)
+    tap.ok("the banner: '1 entry'",
+           rc == 0 and re.search(r"pipe +routes +lpm, 1 entry, root of "
+                                 r"port in$", err, re.M), err)
+    d.close()
+
+
+def gen_outputs(tap, dpflow):
+    """dpflow gen writes -o the same way: a failed gen leaves the file."""
+    d = Dir(dpflow)
+    rc, so, err = run(dpflow, "gen", "default", "--count", "10", "-o",
+                      d.out, "--manifest", d.path("no/such/dir/m.jsonl"))
+    tap.ok("gen: a bad --manifest leaves an existing -o file as it was",
+           rc == 1 and "--manifest" in err and d.untouched(), err)
+    if os.path.exists("/dev/full"):
+        rc, so, err = run(dpflow, "gen", "default", "--count", "10", "-o",
+                          "/dev/full")
+        tap.ok("gen: a failed write is exit 1 naming the file",
+               rc == 1 and "writing '/dev/full'" in err, err)
+    else:
+        tap.skip("gen: a failed write is exit 1", "no /dev/full")
+    d.close()
+
 
 def main():
     dpflow = os.path.abspath(sys.argv[1])
@@ -440,6 +759,12 @@ def main():
     cpus(tap, dpflow)
     banner_and_rates(tap, dpflow)
     check(tap, dpflow)
+    failed_commits(tap, dpflow)
+    dev_files(tap, dpflow)
+    in_place(tap, dpflow)
+    signals(tap, dpflow)
+    messages(tap, dpflow)
+    gen_outputs(tap, dpflow)
     return tap.done()
 
 

@@ -7,8 +7,9 @@ capture untouched, nothing created); invalid configs exit 1 with the
 loader's FILE:LINE message; a missing receive file and a missing
 interface are errors, a URI key the backend refuses is refused with the
 message `dpflow run` gives, a tx path that is the rx file by a symlink
-is refused, and a FIFO as rx is not read; --help exits 0, usage errors 2. TAP on stdout, one
-point per case.
+is refused, a FIFO as rx is not read while a device such as /dev/null
+is opened as run opens it (and refused alike), and messages name a file
+once; --help exits 0, usage errors 2. TAP on stdout, one point per case.
 
 usage: validate.py DPFLOW SOURCE_ROOT
 """
@@ -189,6 +190,11 @@ def main():
         cases.append(("a missing rx file: exit 1, FILE:LINE and the file",
                       rc == 1 and "missing_rx.yaml:2:" in err and
                       "cannot read 'missing.pcap'" in err, out + err))
+        cases.append(("... named once: 'cannot read 'missing.pcap': No "
+                      "such file or directory'",
+                      "cannot read 'missing.pcap': No such file or "
+                      "directory" in err and err.count("missing.pcap") == 1,
+                      err))
         cases.append(("... and nothing created", snapshot(d) == before,
                       str(sorted(snapshot(d)))))
 
@@ -251,6 +257,19 @@ def main():
                       rc == 0 and out.endswith("fifo.yaml: valid\n"),
                       out + err))
         os.remove(os.path.join(d, "fifo"))
+
+        # a device that is no stream (/dev/null) is opened as a capture,
+        # as run opens it: both refuse it in the same words
+        if os.path.exists("/dev/null"):
+            write(d, "devnull.yaml", ONE_PORT % "pcap:rx=/dev/null")
+            rc, out, err = run(dpflow, "validate", "devnull.yaml", cwd=d)
+            rrc, rout, rerr = run(dpflow, "run", "devnull.yaml", cwd=d)
+            msg, rmsg = ((e.partition("devnull.yaml:2:")[2] + "\n")
+                         .splitlines()[0] for e in (err, rerr))
+            cases.append(("rx=/dev/null: validate exits 1 with run's "
+                          "message", rc == 1 and rrc == 1 and
+                          "cannot read '/dev/null'" in msg and msg == rmsg,
+                          "validate: %s\nrun: %s" % (out + err, rerr)))
 
         # apps.l4lb: examples/l4lb.yaml on captures dpflow gen writes
         shutil.copy(os.path.join(src, "examples", "l4lb.yaml"), d)

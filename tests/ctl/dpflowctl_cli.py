@@ -7,8 +7,11 @@ subcommand, l4lb's included) exits 0 with the usage on stdout; a usage
 error exits 2 with one short line on stderr naming what is wrong and the
 --help to try; every show command's --json output is one JSON document;
 text output holds no JSON fragments and shows actions, forwarding, port
-URIs and files, hex ethertypes and bracketed IPv6 endpoints. TAP on
-stdout, one point per case.
+URIs and files, hex ethertypes and bracketed IPv6 endpoints (the
+server's "endpoint" members); YAML nulls reach the server as nulls (a
+constant action's values item) through entries add, update and batch,
+quoted "null" as text; l4lb commands against a run without the app say
+so. TAP on stdout, one point per case.
 
 usage: dpflowctl_cli.py DPFLOW DPFLOWCTL
 """
@@ -283,6 +286,19 @@ def check_live(case, sock, lb_sock):
          "[2001:db8:2::1]:53" in text["l4lb backends dns6"],
          text["l4lb services"] + text["l4lb backends dns6"])
 
+    rc, out, _ = ctl("l4lb", "services", "--json", sock=lb_sock)
+    doc = json.loads(out) if rc == 0 else {}
+    svcs = {s["name"]: s for s in doc.get("services", [])}
+    case("l4lb services --json: each service's and backend's endpoint, "
+         "as the text shows it",
+         svcs.get("web", {}).get("endpoint") == "192.0.2.10:80" and
+         svcs.get("dns6", {}).get("endpoint") == "[2001:db8::53]:53" and
+         [b.get("endpoint") for b in svcs.get("web", {}).get("backends",
+                                                             [])] ==
+         ["10.0.1.1:8080"] and
+         [b.get("endpoint") for b in svcs.get("dns6", {}).get("backends",
+                                                              [])] ==
+         ["[2001:db8:2::1]:53"], out)
     rc, out, _ = ctl("ports", "--json", sock=sock)
     doc = json.loads(out) if rc == 0 else {}
     p0 = (doc.get("ports") or [{}])[0]
@@ -315,6 +331,112 @@ def check_live(case, sock, lb_sock):
     case("an entry listed as JSON is removed and added back as it is",
          rc1 == 0 and rc2 == 0 and "outer.eth.type=0x86dd" in out3,
          "%s\n%s %s\n%s" % (entry, err1, err2, out3))
+
+    check_null_values(case, sock)
+    check_no_app(case, sock)
+
+
+def check_null_values(case, sock):
+    """A constant action's item is a YAML null however it is written,
+    through entries add, update and batch (dec_ttl is classify's action 0:
+    its item must be null); a quoted "null" is text."""
+    mac = '"02:00:00:00:0a:%02x"'
+    for port, values in ((81, "[null, null, %s]"), (82, "[~, Null, %s]"),
+                         (83, "[NULL, ~, %s]")):
+        entry = "{match: {outer.l4.dport: %d}, priority: 1, values: %s}" % (
+            port, values % (mac % port))
+        rc, out, err = ctl("entries", "add", "classify", entry, sock=sock)
+        case("entries add: %s as a constant action's item" % values,
+             rc == 0 and "added 1 entry to pipe classify" in out,
+             "rc %d out %r err %r" % (rc, out, err))
+    entry = json.dumps({"match": {"outer.l4.dport": 84}, "priority": 1,
+                        "values": [None, None, "02:00:00:00:0a:54"]})
+    rc, out, err = ctl("entries", "add", "classify", entry, sock=sock)
+    case("entries add: JSON null as a constant action's item",
+         rc == 0 and "added 1 entry" in out,
+         "rc %d out %r err %r" % (rc, out, err))
+    rc, out, err = ctl("entries", "update", "classify",
+                       '{match: {outer.l4.dport: 81}, priority: 1, '
+                       'values: [~, null, "02:00:00:00:0b:51"]}', sock=sock)
+    rc2, out2, _ = ctl("entries", "list", "classify", sock=sock)
+    case("entries update: null items; the new value is listed",
+         rc == 0 and "updated 1 entry of pipe classify" in out and
+         "match outer.l4.dport=81  priority 1  values -, -, "
+         "02:00:00:00:0b:51" in out2,
+         "rc %d out %r err %r\n%s" % (rc, out, err, out2))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "ops.yaml")
+        with open(path, "w") as f:
+            f.write("- op: add\n"
+                    "  pipe: classify\n"
+                    "  entries:\n"
+                    "    - match: {outer.l4.dport: 85}\n"
+                    "      priority: 1\n"
+                    "      values: [null, ~, '02:00:00:00:0a:55']\n"
+                    "    - match: {outer.l4.dport: 86}\n"
+                    "      priority: 1\n"
+                    "      values:\n"
+                    "        -\n"
+                    "        - NULL\n"
+                    "        - '02:00:00:00:0a:56'\n"
+                    "- {op: add, pipe: etype, entries: "
+                    "[{match: {outer.eth.type: 0x88cc}}]}\n")
+        rc, out, err = ctl("batch", path, sock=sock)
+    case("batch: null items, a hex number as before",
+         rc == 0 and "applied 2 ops, 3 entries, as one batch" in out,
+         "rc %d out %r err %r" % (rc, out, err))
+    rc, out, err = ctl("entries", "list", "etype", sock=sock)
+    case("batch: the hex ethertype read as a number",
+         rc == 0 and "match outer.eth.type=0x88cc" in out, out + err)
+    slot = re.search(r"slot (\d+) +id \d+ +match outer.eth.type=0x88cc", out)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "rm.yaml")
+        with open(path, "w") as f:
+            f.write("- {op: rm, pipe: etype, entries: [{slot: %s}]}\n" %
+                    (slot.group(1) if slot else "0"))
+        rc, out, err = ctl("batch", path, sock=sock)
+    rc2, out2, _ = ctl("entries", "list", "etype", sock=sock)
+    case("batch: an rm op by slot, as the usage says",
+         slot is not None and rc == 0 and
+         "outer.eth.type=0x88cc" not in out2,
+         "rc %d out %r err %r\n%s" % (rc, out, err, out2))
+    for q in ('"null"', "'null'", '"~"'):
+        rc, out, err = ctl("entries", "add", "classify",
+                           "{match: {outer.l4.dport: 87}, priority: 1, "
+                           "values: [%s, null, '02:00:00:00:0a:57']}" % q,
+                           sock=sock)
+        case("entries add: a quoted %s is text, not null" % q,
+             rc == 1 and "action 0 ('dec_ttl') takes no value from the "
+             "entry: write null" in err,
+             "rc %d out %r err %r" % (rc, out, err))
+    # an entry with null items listed as JSON goes back as it came
+    rc, out, err = ctl("entries", "list", "classify", "--json", sock=sock)
+    entry = "{}"
+    if rc == 0:
+        for e in json.loads(out)["entries"]:
+            if e["entry"]["match"].get("outer.l4.dport") in (80, "80"):
+                entry = json.dumps(e["entry"])
+    rc1, _, err1 = ctl("entries", "rm", "classify", entry, sock=sock)
+    rc2, _, err2 = ctl("entries", "add", "classify", entry, sock=sock)
+    rc3, out3, _ = ctl("entries", "list", "classify", sock=sock)
+    case("an entry with null values listed as JSON is removed and added "
+         "back as it is",
+         '"values": [null, null, "02:00:00:00:0a:01"]' in entry and
+         rc1 == 0 and rc2 == 0 and "match outer.l4.dport=80  priority 1  "
+         "values -, -, 02:00:00:00:0a:01" in out3,
+         "%s\n%s %s\n%s" % (entry, err1, err2, out3))
+
+
+def check_no_app(case, sock):
+    """l4lb commands against a run without the app say so."""
+    for args in (["l4lb", "services"], ["l4lb", "backends", "web"],
+                 ["l4lb", "weight", "web", "10.0.1.1:8080", "5"]):
+        rc, out, err = ctl(*args, sock=sock)
+        case("%s without the l4lb app: says so, exit 1" % " ".join(args),
+             rc == 1 and not out and
+             "no l4lb app in this run (apps.l4lb in the config)" in err and
+             "unknown cmd" not in err,
+             "rc %d out %r err %r" % (rc, out, err))
 
 
 if __name__ == "__main__":

@@ -321,8 +321,8 @@ Test(ctl, a_bad_entry_in_a_batch_adds_nothing)
 	json_decref(r);
 	cr_expect_eq(count("fw"), 1, "nothing added");
 
-	/* the 4th of 5 parses but the batch fails: a duplicate of an
-	 * entry already there, found when the batch is applied */
+	/* the 4th of 5 parses but repeats the match of an entry already
+	 * there: refused before anything is queued */
 	r = call("{\"cmd\":\"entries.add\",\"pipe\":\"fw\",\"entries\":["
 		 "{\"match\":{\"outer.l4.dport\":80},\"fwd\":\"drop\"},"
 		 "{\"match\":{\"outer.l4.dport\":81},\"fwd\":\"drop\"},"
@@ -688,16 +688,22 @@ Test(ctl, batch_over_pipes_is_all_or_nothing)
 	cr_expect_eq(count("acl"), 0, "acl unchanged");
 	cr_expect_eq((unsigned)batches, b0, "no batch applied");
 
-	/* a duplicate found only when the batch is applied: the same */
+	/* a duplicate found only when the batch is applied (two ops add one
+	 * match; within an op it is refused before): the same */
 	r = call("{\"cmd\":\"entries.batch\",\"ops\":["
 		 "{\"op\":\"rm\",\"pipe\":\"fw\",\"entries\":["
 		 "{\"match\":{\"outer.l4.dport\":22}}]},"
 		 "{\"op\":\"add\",\"pipe\":\"acl\",\"entries\":["
 		 "{\"match\":{\"outer.l4.sport\":1},\"values\":[1]}]},"
 		 "{\"op\":\"add\",\"pipe\":\"fw\",\"entries\":["
-		 "{\"match\":{\"outer.l4.dport\":80},\"fwd\":\"drop\"},"
+		 "{\"match\":{\"outer.l4.dport\":80},\"fwd\":\"drop\"}]},"
+		 "{\"op\":\"add\",\"pipe\":\"fw\",\"entries\":["
 		 "{\"match\":{\"outer.l4.dport\":80},\"fwd\":\"drop\"}]}]}");
 	cr_expect(json_is_false(json_object_get(r, "ok")));
+	cr_expect(strstr(json_string_value(json_object_get(r, "error")),
+			 "ops[3].entries[0]: pipe 'fw': an entry with this "
+			 "match exists"),
+		  "%s", json_string_value(json_object_get(r, "error")));
 	json_decref(r);
 	cr_expect_eq(count("fw"), 1, "fw unchanged");
 	cr_expect_eq(count("acl"), 0, "acl unchanged");
@@ -733,4 +739,76 @@ Test(ctl, batch_over_pipes_is_all_or_nothing)
 	cr_expect_eq(count("fw"), 1);
 	cr_expect_eq(count("acl"), 1);
 	cr_expect_eq(send_to(80, 2), 2, "the added entry forwards");
+}
+
+/* The reply of @c to @req: its error, or NULL when ok (the caller frees
+ * @r). */
+static const char *reply_error(struct dpflow_ctl *c, const char *req,
+			       json_t **r)
+{
+	char *text = dpflow_ctl_handle(c, req, strlen(req));
+
+	cr_assert_not_null(text);
+	*r = json_loads(text, 0, NULL);
+	free(text);
+	cr_assert_not_null(*r);
+	return json_is_true(json_object_get(*r, "ok"))
+		   ? NULL
+		   : json_string_value(json_object_get(*r, "error"));
+}
+
+/* A JSON null in "values" is the YAML null a constant action's item must
+ * be (dpflowctl sends one for null, ~, Null, NULL); the string "null" is
+ * text and refused. */
+Test(ctl, json_null_values_for_constant_actions)
+{
+	struct dpflow_error err = {0};
+	struct dpflow_ctx *x = dpflow_config_load_string(
+	    "ports:\n"
+	    "  - {name: in, uri: 'ring:in'}\n"
+	    "  - {name: out, uri: 'ring:out'}\n"
+	    "pipes:\n"
+	    "  - name: p\n"
+	    "    type: control\n"
+	    "    root: in\n"
+	    "    match: [outer.l4.dport]\n"
+	    "    actions:\n"
+	    "      - [{dec_ttl: true}, {set_mac_dst: per-entry}]\n"
+	    "    fwd: {port: out}\n",
+	    "nulls.yaml", NULL, &err);
+	struct dpflow_ctl *c;
+	const char *e;
+	json_t *r;
+
+	cr_assert_not_null(x, "%s", err.msg);
+	c = dpflow_ctl_open(x, NULL, NULL, &err);
+	cr_assert_not_null(c, "%s", err.msg);
+	e = reply_error(c,
+			"{\"cmd\":\"entries.add\",\"pipe\":\"p\",\"entries\":["
+			"{\"match\":{\"outer.l4.dport\":80},"
+			"\"values\":[null,\"02:00:00:00:00:01\"]}]}",
+			&r);
+	cr_expect_null(e, "%s", e);
+	json_decref(r);
+	e = reply_error(
+	    c,
+	    "{\"cmd\":\"entries.batch\",\"ops\":[{\"op\":\"update\","
+	    "\"pipe\":\"p\",\"entries\":["
+	    "{\"match\":{\"outer.l4.dport\":80},"
+	    "\"values\":[null,\"02:00:00:00:00:02\"]}]}]}",
+	    &r);
+	cr_expect_null(e, "%s", e);
+	json_decref(r);
+	e = reply_error(c,
+			"{\"cmd\":\"entries.add\",\"pipe\":\"p\",\"entries\":["
+			"{\"match\":{\"outer.l4.dport\":81},"
+			"\"values\":[\"null\",\"02:00:00:00:00:01\"]}]}",
+			&r);
+	cr_expect(e && strstr(e, "entries[0].values[0]: action 0 ('dec_ttl') "
+				 "takes no value from the entry: write null"),
+		  "%s", e);
+	json_decref(r);
+	cr_expect_eq(dpflow_pipe_entry_count(dpflow_pipe_find(x, "p")), 1);
+	dpflow_ctl_close(c);
+	dpflow_ctx_destroy(x);
 }

@@ -656,8 +656,11 @@ Test(l4lb_app, ctl_requests)
 		  "{\"cmd\":\"l4lb.service.rm\",\"id\":77,\"name\":\"nope\"}");
 	req_fails(&f, before, "'name' is missing",
 		  "{\"cmd\":\"l4lb.service.rm\",\"id\":77}");
-	/* not the app's command: dpflow's own error */
-	req_fails(&f, before, "unknown cmd 'l4lb.nope'",
+	/* not one of the app's commands: the app names its commands */
+	req_fails(&f, before,
+		  "unknown cmd 'l4lb.nope' (l4lb.services, l4lb.service.add, "
+		  "l4lb.service.rm, l4lb.backend.add, l4lb.backend.rm, "
+		  "l4lb.backend.set)",
 		  "{\"cmd\":\"l4lb.nope\",\"id\":77}");
 	json_decref(before);
 
@@ -1873,17 +1876,24 @@ Test(l4lb_app, health_state_reset_on_id_reuse)
 	fx_fini(&f);
 }
 
-/* Line(s) of l4lb_print() (dpflow run's exit report), malloc'ed. */
-static char *exit_report(struct fx *f)
+/* What @print (l4lb_print, l4lb_describe) writes of @f's balancer,
+ * malloc'ed. */
+static char *printed(struct fx *f, void (*print)(const struct l4lb *, FILE *))
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
 
 	cr_assert(m);
-	l4lb_print(f->lb, m);
+	print(f->lb, m);
 	cr_assert_eq(fclose(m), 0);
 	return text;
+}
+
+/* Line(s) of l4lb_print() (dpflow run's exit report), malloc'ed. */
+static char *exit_report(struct fx *f)
+{
+	return printed(f, l4lb_print);
 }
 
 /*
@@ -1983,8 +1993,9 @@ static void log_keep(enum dpflow_log_level level, const char *module,
 
 /*
  * IPv6 endpoints print as [ADDR]:PORT everywhere: the exit report (VIP
- * and backends), the metrics labels, error replies and the health
- * checks' log lines.
+ * and backends), dpflow validate's listing, the "endpoint" members of
+ * l4lb.services (which dpflowctl prints), the metrics labels, error
+ * replies and the health checks' log lines.
  */
 Test(l4lb_app, ipv6_endpoints_bracketed)
 {
@@ -2015,6 +2026,32 @@ Test(l4lb_app, ipv6_endpoints_bracketed)
 		cr_expect(strstr(rep, want), "no '%s' in\n%s", want, rep);
 	}
 	free(rep);
+	rep = printed(&f, l4lb_describe); /* dpflow validate's listing */
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want),
+			 "apps:\n  l4lb:\n    service v6: tcp "
+			 "[2001:db8::10]:80, mode nat, snat 2001:db8::1\n"
+			 "      backend [::1]:%u weight 1\n",
+			 dead);
+		cr_expect_str_eq(rep, want);
+	}
+	free(rep);
+	{
+		json_t *svcs = services(&f), *v6 = svc_of(svcs, "v6");
+		char want[64];
+
+		cr_assert(v6);
+		cr_expect_str_eq(
+		    json_string_value(json_object_get(v6, "endpoint")),
+		    "[2001:db8::10]:80");
+		snprintf(want, sizeof(want), "[::1]:%u", dead);
+		cr_expect_str_eq(json_string_value(json_object_get(
+				     be_of(v6, "::1", dead), "endpoint")),
+				 want);
+		json_decref(svcs);
+	}
 
 	m = open_memstream(&text, &len);
 	cr_assert(m);

@@ -328,6 +328,72 @@ Test(config_strict, acl_add_keeps_match_and_priority_unique)
 	dpflow_ctx_destroy(ctx);
 }
 
+/* entries.add refuses what the config refuses: a basic or lpm entry
+ * repeating a match (among the request's entries or the pipe's), named
+ * before the batch is applied, with the slot it repeats. */
+Test(config_strict, basic_and_lpm_add_refuse_a_repeated_match)
+{
+	struct dpflow_ctx *ctx =
+	    load_ok(PORTS "pipes:\n"
+			  "  - name: p\n"
+			  "    type: basic\n"
+			  "    match: [outer.ip.proto]\n"
+			  "    fwd: {port: a}\n"
+			  "    entries:\n"
+			  "      - {match: {outer.ip.proto: 6}}\n"
+			  "  - name: r\n"
+			  "    type: lpm\n"
+			  "    match: [outer.ipv4.dst]\n"
+			  "    fwd: {port: a}\n"
+			  "    entries:\n"
+			  "      - {match: {outer.ipv4.dst: 10.0.0.0/8}}\n"
+			  "      - {match: {outer.ipv4.dst: 10.0.0.0/16}}\n");
+	struct dpflow_error err = {0};
+	struct dpflow_ctl *ctl = dpflow_ctl_open(ctx, NULL, NULL, &err);
+	static const char dup_req[] =
+	    "{\"cmd\":\"entries.add\",\"pipe\":\"p\",\"entries\":["
+	    "{\"match\":{\"outer.ip.proto\":6}}]}";
+	char *text;
+	json_t *r;
+
+	cr_assert_not_null(ctl, "%s", err.msg);
+	ctl_expect(ctl, dup_req,
+		   "entries[0]: pipe 'p': an entry with this match exists "
+		   "(slot 0)");
+	text = dpflow_ctl_handle(ctl, dup_req, strlen(dup_req));
+	r = json_loads(text, 0, NULL);
+	cr_expect_str_eq(json_string_value(json_object_get(r, "field")),
+			 "entries[0].match");
+	json_decref(r);
+	free(text);
+	ctl_expect(ctl,
+		   "{\"cmd\":\"entries.add\",\"pipe\":\"p\",\"entries\":["
+		   "{\"match\":{\"outer.ip.proto\":17}},"
+		   "{\"match\":{\"outer.ip.proto\":1}},"
+		   "{\"match\":{\"outer.ip.proto\":\"0x11\"}}]}",
+		   "entries[2]: the same match as entries[0]");
+	ctl_expect(ctl,
+		   "{\"cmd\":\"entries.add\",\"pipe\":\"r\",\"entries\":["
+		   "{\"match\":{\"outer.ipv4.dst\":\"10.0.0.0/8\"}}]}",
+		   "entries[0]: pipe 'r': an entry with this match exists "
+		   "(slot ");
+	ctl_expect(ctl,
+		   "{\"cmd\":\"entries.batch\",\"ops\":[{\"op\":\"add\","
+		   "\"pipe\":\"r\",\"entries\":["
+		   "{\"match\":{\"outer.ipv4.dst\":\"10.1.0.0/16\"}},"
+		   "{\"match\":{\"outer.ipv4.dst\":\"10.1.0.0/16\"}}]}]}",
+		   "ops[0]: entries[1]: the same match as entries[0]");
+	cr_expect_eq(dpflow_pipe_entry_count(dpflow_pipe_find(ctx, "p")), 1);
+	cr_expect_eq(dpflow_pipe_entry_count(dpflow_pipe_find(ctx, "r")), 2);
+	/* a different prefix length is another entry */
+	ctl_expect(ctl,
+		   "{\"cmd\":\"entries.add\",\"pipe\":\"r\",\"entries\":["
+		   "{\"match\":{\"outer.ipv4.dst\":\"10.0.0.0/24\"}}]}",
+		   NULL);
+	dpflow_ctl_close(ctl);
+	dpflow_ctx_destroy(ctx);
+}
+
 /* ---- 2. messages that say exactly what is wrong ------------------------- */
 
 static const struct refused exact[] = {

@@ -503,11 +503,18 @@ int cmd_gen(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* the capture is renamed into place only now, all written */
+	if (dpflow_port_finish(r.port, &err)) {
+		fprintf(stderr, "dpflow gen: -o: %s\n", err.msg);
+		goto out;
+	}
 	rc = 0;
 	printf("dpflow gen: %" PRIu64 " packets to %s\n", r.written, o.output);
 out:
 	if (r.manifest)
 		fclose(r.manifest);
+	if (rc)
+		dpflow_port_discard(r.port); /* an existing file stays */
 	dpflow_port_close(r.port);
 	dpflow_pool_destroy(r.pool);
 	dpflow_gen_destroy(r.gen);

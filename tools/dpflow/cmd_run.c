@@ -8,11 +8,14 @@
  * values, the CPUs of --cpus, the --control path (before any port is
  * opened: a second instance is refused there), the config, the GPU bind,
  * the workers (created, not started), the --metrics bind and the control
- * socket. A start that fails discards the ports' outputs, so every
- * existing file is left as it was (pcap ports write to a temporary file
- * renamed into place at close); so does a run that fails (a capture cut
- * short, a failed write). A banner on stderr says what runs;
- * --stats-interval prints per-port rates while it runs.
+ * socket; SIGINT and SIGTERM are caught from before the config loads,
+ * and one that arrived during start-up fails the start. A start that
+ * fails discards the ports' outputs, so every existing file is left as it
+ * was (pcap ports write to a temporary file renamed into place when the
+ * port finishes); so does a run that fails (a capture cut short, a failed
+ * write): every port is synced and its errors collected before any output
+ * is committed. A banner on stderr says what runs; --stats-interval
+ * prints per-port rates while it runs.
  *
  * Besides the ports, the loop serves what the config may forward to
  * inside the process: the software handler `count` (counts and frees
@@ -91,12 +94,38 @@ struct run_state {
 	unsigned n_removed;  /* removals queued */
 };
 
+/* the signal (SIGINT, SIGTERM) that asked the run to stop, or 0 */
 static volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_requested = 1;
+	stop_requested = sig;
+}
+
+/*
+ * SIGINT and SIGTERM ask for a stop. During start-up (@restart false) they
+ * also interrupt what blocks (opening a FIFO that has no writer yet), so
+ * the start fails at once; once the workers run, calls restart.
+ */
+static void catch_stop_signals(bool restart)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = restart ? SA_RESTART : 0;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* A start stopped by a signal: say so (the start then fails). */
+static void stopped_at_start(void)
+{
+	fprintf(stderr,
+		"dpflow run: %s during start-up: stopped before any packet "
+		"moved, outputs discarded\n",
+		stop_requested == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
 /* Print "dpflow run: WHAT" on stderr and keep the first such failure. */
@@ -336,10 +365,12 @@ static void print_banner(const struct run_state *st, const char *path,
 		struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
 		const struct dpflow_pipe_cfg *cfg = dpflow_pipe_cfg(pipe);
 
-		fprintf(stderr, "  pipe   %-12s %s, %u entries",
+		unsigned n_entries = dpflow_pipe_entry_count(pipe);
+
+		fprintf(stderr, "  pipe   %-12s %s, %u entr%s",
 			dpflow_pipe_name(pipe),
-			dpflow_pipe_type_name(cfg->type),
-			dpflow_pipe_entry_count(pipe));
+			dpflow_pipe_type_name(cfg->type), n_entries,
+			n_entries == 1 ? "y" : "ies");
 		if (cfg->root)
 			fprintf(stderr, ", root of port %s",
 				dpflow_ctx_port_name(ctx, cfg->port));
@@ -670,12 +701,37 @@ static void print_summary(const struct run_state *st)
 }
 
 /*
- * After the run: flush every port and collect the errors it met (a
- * capture cut short, a failed write) as failures of the run.
+ * After the run: close every port's output (flushed and synced) and
+ * collect the errors it met (a capture cut short, a failed write) as
+ * failures of the run; then, only if the run met none, commit every
+ * output (pcap: the rename onto the target). A failed run commits
+ * nothing: its outputs are discarded. A commit that fails (a rename
+ * refused) fails the run; the other outputs are still committed, and
+ * that one is kept where the message says.
  */
 static void finish_ports(struct run_state *st)
 {
-	for (unsigned p = 0; p < dpflow_ctx_port_count(st->ctx); p++) {
+	unsigned n = dpflow_ctx_port_count(st->ctx);
+
+	for (unsigned p = 0; p < n; p++) {
+		struct dpflow_error err = {0};
+
+		if (dpflow_port_sync(dpflow_ctx_port(st->ctx, p), &err))
+			run_failed(st, "port %s: %s",
+				   dpflow_ctx_port_name(st->ctx, p), err.msg);
+	}
+	if (st->why[0]) {
+		/* a failed run leaves no partial output behind */
+		dpflow_ctx_discard(st->ctx);
+		strncat(st->why, " (outputs discarded)",
+			sizeof(st->why) - strlen(st->why) - 1);
+		fprintf(stderr, "dpflow run: the run failed: outputs "
+				"discarded, existing files left as they "
+				"were (but for any named above as written "
+				"in place)\n");
+		return;
+	}
+	for (unsigned p = 0; p < n; p++) {
 		struct dpflow_error err = {0};
 
 		if (dpflow_port_finish(dpflow_ctx_port(st->ctx, p), &err))
@@ -763,15 +819,19 @@ static void usage(FILE *out)
 	    "\n"
 	    "Run the data plane described by CONFIG.yaml (docs/config.md)\n"
 	    "until its inputs are exhausted, S seconds pass, or SIGINT or\n"
-	    "SIGTERM arrives; then drain and print the counters, the\n"
-	    "duration and rates, and a last line 'status: ok' (exit 0) or\n"
-	    "'status: error: WHY' (exit 1: a capture cut short or\n"
-	    "unreadable, a failed write). A banner on stderr lists the\n"
-	    "ports, workers and pipes. Everything that can fail is checked\n"
-	    "before packets flow; pcap outputs are written to a temporary\n"
-	    "file renamed into place at the end, so a run that fails to\n"
-	    "start or fails leaves every existing file as it was (outputs\n"
-	    "discarded). Exit 2: a usage error or a bad option value.\n"
+	    "SIGTERM arrives (a normal stop: outputs kept); then drain and\n"
+	    "print the counters, the duration and rates, and a last line\n"
+	    "'status: ok' (exit 0) or 'status: error: WHY' (exit 1: a\n"
+	    "capture cut short or unreadable, a failed write, an output\n"
+	    "that could not be renamed into place). A banner on stderr\n"
+	    "lists the ports, workers and pipes. Everything that can fail\n"
+	    "is checked before packets flow; pcap outputs are written to a\n"
+	    "temporary file renamed into place at the end (or, where a\n"
+	    "rename cannot keep the file, in place, truncated only when\n"
+	    "the run starts writing), so a run that fails to start or\n"
+	    "fails leaves every existing file as it was (outputs\n"
+	    "discarded); so does SIGINT or SIGTERM during start-up (exit\n"
+	    "1). Exit 2: a usage error or a bad option value.\n"
 	    "  --target T    cpu (default) or gpu (GPU 0; builds with nvcc)\n"
 	    "  --workers N   worker threads of the CPU target (default 1,\n"
 	    "                at most 64); flows spread by symmetric RSS\n"
@@ -1063,11 +1123,18 @@ int cmd_run(int argc, char **argv)
 	st.stats_ns = (uint64_t)(stats_interval * 1e9);
 	copts.handlers = handlers;
 	copts.n_handlers = 1;
+	/* from here a signal is a request to stop: during start-up the
+	 * start fails (below), so the outputs the loader creates are
+	 * discarded rather than left behind by a killed process */
+	stop_requested = 0;
+	catch_stop_signals(false);
 	/* a config that fails leaves every file as it was (the loader
 	 * discards its ports' outputs) */
 	ctx = dpflow_config_load(argv[optind], &copts, &err);
 	if (!ctx) {
 		fprintf(stderr, "dpflow run: %s\n", err.msg);
+		if (stop_requested)
+			stopped_at_start();
 		return 1;
 	}
 	st.ctx = ctx;
@@ -1088,14 +1155,17 @@ int cmd_run(int argc, char **argv)
 	}
 	if (prepare(&st, &rcfg, use_gpu))
 		goto fail_start;
+	if (stop_requested) {
+		stopped_at_start();
+		goto fail_start;
+	}
 	print_banner(&st, argv[optind], &rcfg);
 	if (st.rt && dpflow_rt_start(st.rt, &err)) {
 		fprintf(stderr, "dpflow run: %s%s%s\n", err.field ? "--" : "",
 			err.field ? err.field : "", err.msg);
 		goto fail_start;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	catch_stop_signals(true);
 	st.t_start = st.t_stats = dpflow_clock_ns();
 	if (duration > 0)
 		deadline = st.t_start + (uint64_t)(duration * 1e9);
@@ -1106,15 +1176,6 @@ int cmd_run(int argc, char **argv)
 		run_workers(&st, deadline);
 	st.t_end = dpflow_clock_ns();
 	finish_ports(&st);
-	if (st.why[0]) {
-		/* a failed run leaves no partial output behind */
-		dpflow_ctx_discard(ctx);
-		strncat(st.why, " (outputs discarded)",
-			sizeof(st.why) - strlen(st.why) - 1);
-		fprintf(stderr, "dpflow run: the run failed: outputs "
-				"discarded, existing files left as they "
-				"were\n");
-	}
 	dpflow_ctl_close(st.ctl);
 	st.ctl = NULL;
 	print_counters(&st);

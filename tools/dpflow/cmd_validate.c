@@ -8,7 +8,6 @@
  * services and backends. Exit 0 valid, 1 not (the loader's FILE:LINE
  * message on stderr), 2 usage.
  */
-#include <arpa/inet.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,56 +28,6 @@ static void count_handler(void *arg, struct dpflow_pool *pool,
 {
 	(void)arg;
 	dpflow_pool_free_bulk(pool, idx, n);
-}
-
-/* @a and @port as "1.2.3.4:80" or "[2001:db8::1]:80"; port 0: none. */
-static void endpoint_str(const struct l4lb_addr *a, uint16_t port, char *buf,
-			 size_t len)
-{
-	char s[INET6_ADDRSTRLEN];
-
-	inet_ntop(a->v6 ? AF_INET6 : AF_INET, a->b, s, sizeof(s));
-	if (!port)
-		snprintf(buf, len, "%s", s);
-	else if (a->v6)
-		snprintf(buf, len, "[%s]:%u", s, port);
-	else
-		snprintf(buf, len, "%s:%u", s, port);
-}
-
-/* The balancer's services and their backends. */
-static void print_l4lb(const struct l4lb *lb, FILE *out)
-{
-	fprintf(out, "apps:\n  l4lb:\n");
-	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
-		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, (int)s);
-		char ep[INET6_ADDRSTRLEN + 8];
-
-		if (!c)
-			continue;
-		endpoint_str(&c->vip, c->port, ep, sizeof(ep));
-		fprintf(out, "    service %s: %s %s%s, mode %s", c->name,
-			c->proto == 6 ? "tcp" : "udp", ep,
-			c->port ? "" : " (every port)",
-			l4lb_mode_name(c->mode));
-		if (c->mode == L4LB_MODE_NAT) {
-			endpoint_str(&c->snat, 0, ep, sizeof(ep));
-			fprintf(out, ", snat %s", ep);
-		} else {
-			endpoint_str(&c->encap_src, 0, ep, sizeof(ep));
-			fprintf(out, ", encap_src %s", ep);
-		}
-		fputc('\n', out);
-		for (uint32_t b = 0; b < L4LB_BACKENDS_MAX; b++) {
-			struct l4lb_backend_info bi;
-
-			if (l4lb_backend_info(lb, b, &bi) || bi.service != s)
-				continue;
-			endpoint_str(&bi.cfg.addr, bi.cfg.port, ep, sizeof(ep));
-			fprintf(out, "      backend %s weight %u\n", ep,
-				(unsigned)bi.cfg.weight);
-		}
-	}
 }
 
 int validate_config(const char *path, unsigned workers, FILE *out)
@@ -108,7 +57,7 @@ int validate_config(const char *path, unsigned workers, FILE *out)
 	}
 	rc = dpflow_config_describe(ctx, out);
 	if (!rc && lb)
-		print_l4lb(lb, out);
+		l4lb_describe(lb, out);
 	if (rc)
 		fprintf(stderr, "dpflow: %s: out of memory\n", path);
 	else

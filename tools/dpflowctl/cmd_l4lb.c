@@ -137,15 +137,6 @@ static int addr_port(json_t *req, const char *s)
 	return 0;
 }
 
-/* "ADDR:PORT" of @o's @addr_key and "port", IPv6 in brackets. */
-static void endpoint(json_t *o, const char *addr_key, char *buf, size_t len)
-{
-	const char *a = json_str(o, addr_key);
-
-	snprintf(buf, len, strchr(a, ':') ? "[%s]:%llu" : "%s:%llu", a,
-		 json_num(o, "port"));
-}
-
 static void show_backends(json_t *s)
 {
 	json_t *b;
@@ -153,12 +144,10 @@ static void show_backends(json_t *s)
 
 	json_array_foreach(json_object_get(s, "backends"), j, b)
 	{
-		char ap[80];
-
-		endpoint(b, "addr", ap, sizeof(ap));
+		/* the server writes it: [ADDR]:PORT for IPv6 */
 		printf("  %-30s weight %-4llu %-4s slots %-7llu fwd %llu "
 		       "pkts, new flows %llu\n",
-		       ap, json_num(b, "weight"),
+		       json_str(b, "endpoint"), json_num(b, "weight"),
 		       json_is_true(json_object_get(b, "up")) ? "up" : "down",
 		       json_num(b, "slots"),
 		       json_num(json_object_get(b, "fwd"), "pkts"),
@@ -175,14 +164,11 @@ static void show(json_t *r)
 
 	json_array_foreach(json_object_get(r, "services"), i, s)
 	{
-		char vip[80];
-
-		endpoint(s, "vip", vip, sizeof(vip));
 		printf("%-12s %s %s %-4s fwd %llu pkts, reply %llu pkts, "
 		       "icmp %llu, new flows %llu, untracked %llu, "
 		       "rescheduled %llu\n",
-		       json_str(s, "name"), json_str(s, "proto"), vip,
-		       json_str(s, "mode"),
+		       json_str(s, "name"), json_str(s, "proto"),
+		       json_str(s, "endpoint"), json_str(s, "mode"),
 		       json_num(json_object_get(s, "fwd"), "pkts"),
 		       json_num(json_object_get(s, "reply"), "pkts"),
 		       json_num(json_object_get(s, "icmp"), "pkts"),

@@ -1,8 +1,13 @@
 /*
  * YAML (and so JSON, its flow subset) to jansson, for entries given on the
- * command line or in a file. Scalars become JSON strings: the server reads
- * entries with the config loader, where a scalar is text either way.
+ * command line or in a file. A plain (unquoted) YAML null (null, Null,
+ * NULL, ~ or nothing) becomes JSON null, every other scalar a JSON string:
+ * the server reads entries with the config loader, where a scalar is text
+ * either way (so true and 80 read as they would in a config) but a null
+ * must stay a null ("values: [null, ...]" for a constant action), and a
+ * quoted "null" must stay text.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <yaml.h>
@@ -10,6 +15,16 @@
 #include "dpflowctl.h"
 
 #define DEPTH_MAX 64
+
+/* A plain scalar YAML reads as null (the loader's y_is_null()). */
+static bool is_null(const yaml_node_t *n)
+{
+	const char *s = (const char *)n->data.scalar.value;
+
+	return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       (!*s || !strcmp(s, "~") || !strcmp(s, "null") ||
+		!strcmp(s, "Null") || !strcmp(s, "NULL"));
+}
 
 static json_t *node_json(yaml_document_t *doc, yaml_node_t *n, unsigned depth,
 			 char *why, size_t why_len)
@@ -22,6 +37,8 @@ static json_t *node_json(yaml_document_t *doc, yaml_node_t *n, unsigned depth,
 	}
 	switch (n->type) {
 	case YAML_SCALAR_NODE:
+		if (is_null(n))
+			return json_null();
 		return json_stringn((const char *)n->data.scalar.value,
 				    n->data.scalar.length);
 	case YAML_SEQUENCE_NODE:
