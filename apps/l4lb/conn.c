@@ -290,11 +290,12 @@ static void free_twin(struct l4lb_conn_table *ct, uint32_t id, uint32_t peer)
  * Entry to take for a new flow in @state whose buckets are @b and @alt,
  * or NONE (locks held): the first free or expired way of @b, else of
  * @alt, else the least recently used entry of the two that conn.h's
- * policy lets it replace. Sets *@victim_peer to the twin of an entry
- * replaced.
+ * policy lets it replace; never entry @keep (NONE: any). Sets
+ * *@victim_peer to the twin of an entry replaced.
  */
 static uint32_t choose_id(struct l4lb_conn_table *ct, uint32_t b, uint32_t alt,
-			  uint8_t state, uint32_t now_ms, uint32_t *victim_peer)
+			  uint8_t state, uint32_t now_ms, uint32_t keep,
+			  uint32_t *victim_peer)
 {
 	uint32_t lru_half = L4LB_CONN_NONE, lru_any = L4LB_CONN_NONE;
 	uint32_t age_half = 0, age_any = 0;
@@ -306,6 +307,8 @@ static uint32_t choose_id(struct l4lb_conn_table *ct, uint32_t b, uint32_t alt,
 		for (unsigned w = 0; w < L4LB_CONN_WAYS; w++) {
 			uint32_t id = b * L4LB_CONN_WAYS + w, st, age;
 
+			if (id == keep)
+				continue;
 			if (!bk->sig[w])
 				return id;
 			if (expired(ct, bk->stamp[w], now_ms)) {
@@ -335,8 +338,10 @@ static uint32_t choose_id(struct l4lb_conn_table *ct, uint32_t b, uint32_t alt,
 	return lru_half;
 }
 
-uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
-			  uint64_t h, uint32_t now_ms, uint8_t state)
+/* l4lb_conn_insert() that never takes entry @keep (NONE: any). */
+static uint32_t insert_keep(struct l4lb_conn_table *ct,
+			    const struct l4lb_conn *c, uint64_t h,
+			    uint32_t now_ms, uint8_t state, uint32_t keep)
 {
 	uint32_t b = key_bucket(ct, h, c->key.v6);
 	uint32_t alt = key_alt_bucket(ct, b, h);
@@ -349,7 +354,7 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 		unlock_two(ct, b, alt);
 		return L4LB_CONN_NONE;
 	}
-	id = choose_id(ct, b, alt, state, now_ms, &victim_peer);
+	id = choose_id(ct, b, alt, state, now_ms, keep, &victim_peer);
 	if (id == L4LB_CONN_NONE) {
 		unlock_two(ct, b, alt);
 		count(ct, &ct->stats.refused);
@@ -365,6 +370,19 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 		free_twin(ct, id, victim_peer);
 	count(ct, &ct->stats.created);
 	return id;
+}
+
+uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
+			  uint64_t h, uint32_t now_ms, uint8_t state)
+{
+	return insert_keep(ct, c, h, now_ms, state, L4LB_CONN_NONE);
+}
+
+uint32_t l4lb_conn_insert_reply(struct l4lb_conn_table *ct,
+				const struct l4lb_conn *c, uint64_t h,
+				uint32_t now_ms, uint8_t state, uint32_t fwd)
+{
+	return insert_keep(ct, c, h, now_ms, state, fwd);
 }
 
 void l4lb_conn_link(struct l4lb_conn_table *ct, uint32_t a, uint32_t b)

@@ -254,6 +254,17 @@ uint32_t l4lb_conn_insert(struct l4lb_conn_table *ct, const struct l4lb_conn *c,
 			  uint64_t h, uint32_t now_ms, uint8_t state);
 
 /*
+ * NAT: l4lb_conn_insert() of @c, the reply key of forward entry @fwd,
+ * that never takes @fwd's way (a live half-open entry of buckets the two
+ * keys may share: replacing it would free the flow being bound). Fails
+ * as l4lb_conn_insert() does, and also when @fwd is the only way the
+ * policy would let it take; the caller then tries another SNAT port.
+ */
+uint32_t l4lb_conn_insert_reply(struct l4lb_conn_table *ct,
+				const struct l4lb_conn *c, uint64_t h,
+				uint32_t now_ms, uint8_t state, uint32_t fwd);
+
+/*
  * Refresh entry @id at @now_ms and move it to @state as a lookup does
  * (FREE: keep its state). Returns its state, or L4LB_CONN_FREE when the
  * entry is free or expired (nothing changes then).

@@ -387,8 +387,9 @@ static void icmp_csum_set(uint8_t *l3, uint8_t *l4, uint8_t v6, unsigned len)
 }
 
 /*
- * A packet to a VIP too big to encapsulate (@overhead bytes of outer
- * headers over the backend MTU): tell the client, as a router would,
+ * A packet to a VIP too big to encapsulate, or in NAT mode to send
+ * (@overhead bytes of outer headers, 0 in NAT mode, would take it over
+ * the backend MTU): tell the client, as a router would,
  * with an ICMP "fragmentation needed" (IPv4 with DF) or "packet too big"
  * (IPv6) from the VIP, quoting the packet, so that its path MTU drops by
  * the overhead. IPv4 without DF: nothing (the packet is dropped and
@@ -458,6 +459,26 @@ static void too_big(struct l4lb *lb, struct dpflow_pool *pool,
 	memcpy(icmp + 8, ip, quote);
 	icmp_csum_set(oip, icmp, v6, 8u + quote);
 	dpflow_ctx_port_send(lb->ctx, lb->cfg.client_port, &idx, 1);
+}
+
+/*
+ * NAT: the packet is translated in place, so backend_mtu bounds its IP
+ * length as it came. Over it, as in encap(): dropped (frame_too_big) and
+ * the client told, with the MTU itself (no overhead).
+ */
+static DPFLOW_ALWAYS_INLINE bool
+nat_fits(struct l4lb *lb, struct dpflow_pool *pool, struct pkt_work *w)
+{
+	const struct dpflow_pkt_meta *m = w->m;
+	unsigned ip_len = m->data_len - m->outer.l3_off;
+
+	if (m->outer.l3_len && m->outer.l3_len < ip_len)
+		ip_len = m->outer.l3_len; /* no Ethernet padding */
+	if (!lb->cfg.backend_mtu || ip_len <= lb->cfg.backend_mtu)
+		return true;
+	w->drop = L4LB_DROP_TOO_BIG;
+	too_big(lb, pool, w, 0);
+	return false;
 }
 
 /* DSR: IP-in-IP or GUE toward backend @b, from its header template. */
@@ -578,12 +599,12 @@ static bool snat_bind(struct l4lb *lb, const struct lb_service *s,
 		l4lb_conn_key_set(&rc.key, b->cfg.addr.b, s->cfg.snat.b,
 				  b->cfg.addr.v6, bport, p, w->key.proto);
 		rh = l4lb_conn_hash(&rc.key);
-		rid = l4lb_conn_insert(lb->conns, &rc, rh, now_ms, state);
+		/* never in @fid's way: when that is all the buckets
+		 * offer, the next port's buckets may offer another */
+		rid = l4lb_conn_insert_reply(lb->conns, &rc, rh, now_ms, state,
+					     fid);
 		if (rid == L4LB_CONN_NONE)
 			continue;
-		if (rid == fid) /* it took its own forward entry's way:
-				   the caller frees it */
-			return false;
 		l4lb_conn_link(lb->conns, fid, rid);
 		*port_out = p;
 		return true;
@@ -686,6 +707,8 @@ static void do_fwd(struct l4lb *lb, const struct lb_view *v,
 	if (nat) {
 		uint8_t *f = dpflow_meta_data(m);
 
+		if (!nat_fits(lb, pool, w))
+			return;
 		nat_rewrite(f + m->outer.l3_off, f + m->outer.l4_off, w->key.v6,
 			    w->key.proto, s->cfg.snat.b, snat_port,
 			    b->cfg.addr.b,
@@ -788,6 +811,8 @@ static void do_icmp(struct l4lb *lb, const struct lb_view *v,
 	}
 	b = &v->be[c.backend];
 	if (s->cfg.mode == L4LB_MODE_NAT) {
+		if (!nat_fits(lb, pool, w))
+			return;
 		/* outer: -> backend; quoted: backend:bport -> snat:port */
 		icmp_translate(w, b->cfg.addr.b, b->cfg.addr.b,
 			       b->cfg.port ? b->cfg.port : w->key.dport,

@@ -160,6 +160,23 @@ int cfg_parse_value(struct loader *L, const struct ynode *x, unsigned field,
 	return 0;
 }
 
+/* Refuses a template mask of 0 (written as `mask: 0`, `V/0` or a /0
+ * prefix) at @at: it looks at none of the field's bits, and the engine
+ * would take it as all ones (flow.h). */
+static int check_template_mask(struct loader *L, const struct ynode *at,
+			       const struct dpflow_match_field *f)
+{
+	unsigned bytes = dpflow_field_bytes(f->field);
+
+	for (unsigned b = 0; b < bytes && b < sizeof(f->mask); b++)
+		if (f->mask[b])
+			return 0;
+	return yerr(&L->d, at, EINVAL,
+		    "mask 0 matches nothing of %s: drop the field from the "
+		    "template",
+		    dpflow_field_name(f->field));
+}
+
 static int parse_match(struct loader *L, const struct ynode *x,
 		       struct dpflow_match_tmpl *m)
 {
@@ -204,6 +221,9 @@ static int parse_match(struct loader *L, const struct ynode *x,
 			CHECK(cfg_parse_value(L, &v, f->field, &fv));
 			memcpy(f->mask, fv.value, sizeof(f->mask));
 		}
+		/* v is the mask, else the value, else the field: y_get()
+		 * leaves it alone when a key is missing */
+		CHECK(check_template_mask(L, &v, f));
 	}
 	return 0;
 }

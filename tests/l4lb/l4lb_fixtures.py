@@ -1260,6 +1260,80 @@ def group_mtu(tap, runner):
               "DF", errs)
 
 
+def group_mtu_nat(tap, runner):
+    """NAT packets over backend_mtu (issue 23: a 1500-byte packet went out
+    with backend_mtu 1280): handled as the DSR modes handle theirs, with
+    no overhead: dropped (frame_too_big), the client told when it asked
+    not to fragment; an ICMP error too big for the backend dropped."""
+    svcs = [
+        {"name": "mtu4", "vip": "192.0.2.40", "proto": "tcp", "port": 80,
+         "mode": "nat", "snat": "198.51.100.40",
+         "backends": [{"addr": "10.0.4.1", "port": 8080,
+                       "mac": "02:00:00:00:04:01"}]},
+        {"name": "mtu6", "vip": "2001:db8::40", "proto": "tcp", "port": 80,
+         "mode": "nat", "snat": "2001:db8:ff::40",
+         "backends": [{"addr": "2001:db8:4::1",
+                       "mac": "02:00:00:00:04:02"}]}]
+    cli4, cli6 = "203.0.113.40", "2001:db8:c::40"
+
+    def v4(n, df, sport):
+        return client_frame(IP(src=cli4, dst="192.0.2.40", id=0x2345,
+                               flags="DF" if df else 0)
+                            / TCP(sport=sport, dport=80, flags="A")
+                            / Raw(b"x" * (n - 40)))
+
+    big_df, big_nodf, fits = v4(1500, True, 4001), v4(1500, False, 4002), \
+        v4(1280, True, 4003)
+    big6 = client_frame(IPv6(src=cli6, dst="2001:db8::40")
+                        / TCP(sport=4004, dport=80, flags="A")
+                        / Raw(b"y" * 1440))
+    # an ICMP error about the tracked flow of @fits, 1400 bytes long
+    quote = (IP(src="192.0.2.40", dst=cli4, ttl=60, id=0x4646)
+             / TCP(sport=80, dport=4003, flags="A") / Raw(b"z" * 1340))
+    icmp_big = client_frame(IP(src="203.0.113.254", dst="192.0.2.40",
+                               ttl=250, id=0x999)
+                            / ICMP(type=3, code=4, nexthopmtu=1400)
+                            / Raw(embedded(quote, 1372)))
+    r = runner.run("mtu-nat", lb_config(svcs, backend_mtu=1280),
+                   [big_df, big_nodf, fits, big6, icmp_big])
+    if r.err:
+        tap.check("NAT MTU: dpflow run", [(None, r.err)])
+        return
+    outs, couts = Outs(r.backend), Outs(r.client)
+    ip4 = raw(big_df[IP])
+    want4 = raw(Ether(dst=CGW, src=CMAC)
+                / IP(src="192.0.2.40", dst=cli4, ttl=64, id=0)
+                / ICMP(type=3, code=4, nexthopmtu=1280)
+                / Raw(ip4[:28]))
+    tap.check("NAT MTU: a 1500-byte IPv4 TCP packet with DF (backend_mtu "
+              "1280): ICMP frag needed, next-hop MTU 1280, from the VIP to "
+              "the client", match_errs(*couts.take(lambda g: want4)))
+    ip6 = raw(big6[IPv6])
+    want6 = raw(Ether(dst=CGW, src=CMAC)
+                / IPv6(src="2001:db8::40", dst=cli6, hlim=64)
+                / ICMPv6PacketTooBig(mtu=1280) / Raw(ip6[:1232]))
+    tap.check("NAT MTU: a 1500-byte IPv6 TCP packet: ICMPv6 packet too "
+              "big, MTU 1280, quoting 1232 bytes",
+              match_errs(*couts.take(lambda g: want6)))
+
+    def wantf(g):
+        sport = l4_ports(g)[0]
+        return rewrite(fits, "02:00:00:00:04:01", BMAC, "198.51.100.40",
+                       sport, "10.0.4.1", 8080)
+
+    errs = match_errs(*outs.take(wantf))
+    if len(r.backend) != 1 or len(r.client) != 2:
+        errs.append((None, "%d frames out the backend port, %d out the "
+                     "client port; want 1, 2" % (len(r.backend),
+                                                  len(r.client))))
+    errs += drop_errs(r, {"frame_too_big": 4})
+    errs += svc_errs(r, "mtu4", fwd=1, fwd_bytes=1294, icmp=0)
+    errs += svc_errs(r, "mtu6", fwd=0, icmp=0)
+    tap.check("NAT MTU: exactly 1280 goes through translated; the three too "
+              "big and a 1400-byte ICMP error about a flow are dropped "
+              "(frame_too_big 4), no ICMP for IPv4 without DF", errs)
+
+
 def group_burst_option(tap, dpflow):
     """`dpflow run --burst`: values outside 1..256 refused, exit 2."""
     errs = []
@@ -1286,6 +1360,7 @@ def main():
         group_dsr(tap, runner)
         group_dsr_family(tap, runner)
         group_mtu(tap, runner)
+        group_mtu_nat(tap, runner)
         group_drops(tap, runner)
         group_spread(tap, runner)
         group_sticky(tap, runner)

@@ -1768,6 +1768,63 @@ Test(l4lb_app, nat_flood_keeps_established)
 	fx_fini(&f);
 }
 
+#define PRESS_EST  20u
+#define PRESS_SYNS 30u
+
+/*
+ * NAT under table pressure (conn_table 64: 8 buckets of 8 ways a
+ * family), 20 established flows, then SYNs of 30 new flows. A SYN's
+ * reply entry is inserted after its forward entry, in buckets that may
+ * be the same; when they held no free way, the reply entry replaced the
+ * least recently used half-open entry, the flow's own forward entry,
+ * and the binding gave up without trying the other candidate ports: 2
+ * SYNs were dropped as snat_ports_exhausted. Each SYN must be forwarded
+ * or, when its buckets hold only established flows, dropped as
+ * conn_table_full; the established flows keep their backend and port.
+ */
+Test(l4lb_app, nat_table_pressure_binds_ports)
+{
+	static uint32_t be0[PRESS_EST], be[PRESS_EST];
+	static uint16_t sp0[PRESS_EST], sp[PRESS_EST];
+	uint8_t fr[FRAME_MAX];
+	uint64_t full;
+	struct fx f;
+
+	fx_init(&f, 64, 0);
+	add_web(&f, L4LB_MODE_NAT, 3);
+	send_flows(&f, L4LB_MODE_NAT, 0, PRESS_EST, TCP_SYN, be0, sp0);
+	cr_assert_eq(
+	    send_replies(&f, 0, PRESS_EST, TCP_SYN | TCP_ACK, be0, sp0),
+	    PRESS_EST);
+	send_flows(&f, L4LB_MODE_NAT, 0, PRESS_EST, TCP_ACK, be, sp);
+	outs_reset(&f);
+	for (uint32_t i = PRESS_EST; i < PRESS_EST + PRESS_SYNS; i++)
+		push(&f, fr,
+		     tcp4_frame(fr, client_addr(i), client_port(i), VIP, VPORT,
+				TCP_SYN, i));
+	flush(&f);
+	full = drop_count(&f, L4LB_DROP_CONN_FULL);
+	cr_assert_eq(
+	    drop_count(&f, L4LB_DROP_SNAT_EXHAUSTED), 0,
+	    "%llu SYNs dropped as snat_ports_exhausted",
+	    (unsigned long long)drop_count(&f, L4LB_DROP_SNAT_EXHAUSTED));
+	cr_assert_eq(f.n_outs + full, PRESS_SYNS,
+		     "%u SYNs forwarded, %llu conn_table_full, of %u", f.n_outs,
+		     (unsigned long long)full, PRESS_SYNS);
+	for (unsigned k = 0; k < f.n_outs; k++) {
+		cr_assert(f.outs[k].seq >= PRESS_EST &&
+			  f.outs[k].seq < PRESS_EST + PRESS_SYNS);
+		cr_assert(f.outs[k].csum_ok);
+		cr_assert_eq(f.outs[k].src, SNAT);
+		cr_assert_geq(f.outs[k].sport, L4LB_SNAT_PORT_LO);
+	}
+	send_flows(&f, L4LB_MODE_NAT, 0, PRESS_EST, TCP_ACK, be, sp);
+	for (uint32_t i = 0; i < PRESS_EST; i++)
+		cr_assert(be[i] == be0[i] && sp[i] == sp0[i],
+			  "established flow %u moved", i);
+	fx_fini(&f);
+}
+
 /*
  * Backend ids are reused: a backend removed and another added in the
  * next request gets the removed one's id. Flows of the removed backend

@@ -1163,6 +1163,62 @@ Test(l4lb_conn, twin_freed_on_eviction)
 	}
 }
 
+/*
+ * NAT: a flow's reply entry R, inserted right after its half-open
+ * forward entry F in the same buckets, never takes F's way. With F the
+ * only half-open entry of both buckets, R fails (the caller tries
+ * another SNAT port) and F stays; with another half-open entry H of the
+ * same millisecond, scanned before F, R replaces H (l4lb_conn_insert()
+ * would take F: the last of equally old ones).
+ */
+Test(l4lb_conn, reply_never_takes_its_forward_entry)
+{
+	for (unsigned v = 0; v < 2; v++) {
+		struct twins tw;
+		struct l4lb_conn cf, ch, cr, fill[2 * WAYS];
+		uint32_t f, hid = NONE, r, n = 2 * WAYS - 1 - v;
+		uint64_t hf, hh, hr;
+
+		tw_init(&tw, base_seed() ^ (0x300 + v));
+		for (uint32_t i = 0; i < n; i++)
+			cr_assert_neq(tw_add(&tw, 1, EST, &fill[i], NULL),
+				      NONE);
+		tw.now++;
+		if (v) {
+			hh = conn_in_buckets(tw.ct, &tw.rs, &tw.tag, 1, 0, &ch);
+			hid = l4lb_conn_insert(tw.ct, &ch, hh, tw.now, HO);
+			cr_assert_neq(hid, NONE);
+		}
+		hf = conn_in_buckets(tw.ct, &tw.rs, &tw.tag, 1, 0, &cf);
+		f = l4lb_conn_insert(tw.ct, &cf, hf, tw.now, HO);
+		cr_assert_neq(f, NONE);
+		hr = conn_in_buckets(tw.ct, &tw.rs, &tw.tag, 1, 0, &cr);
+		r = l4lb_conn_insert_reply(tw.ct, &cr, hr, tw.now, HO, f);
+		cr_assert(tw_found(&tw, &cf, f),
+			  "variant %u: the forward entry was replaced", v);
+		if (v) {
+			cr_assert_eq(r, hid, "variant %u: took %u, not H %u", v,
+				     r, hid);
+			cr_assert(tw_found(&tw, &cr, r));
+			cr_assert_not(tw_found(&tw, &ch, hid));
+		} else {
+			cr_assert_eq(r, NONE, "variant %u: took %u", v, r);
+			cr_assert_eq(l4lb_conn_lookup(tw.ct, &cr.key, hr,
+						      tw.now, L4LB_CONN_FREE,
+						      NULL),
+				     NONE);
+		}
+		for (uint32_t i = 0; i < n; i++)
+			cr_assert_neq(
+			    l4lb_conn_lookup(tw.ct, &fill[i].key,
+					     l4lb_conn_hash(&fill[i].key),
+					     tw.now, L4LB_CONN_FREE, NULL),
+			    NONE);
+		cr_assert_eq(l4lb_conn_count(tw.ct, tw.now, NULL), n + 1 + v);
+		l4lb_conn_destroy(tw.ct);
+	}
+}
+
 Test(l4lb_conn, twin_freed_with_entry)
 {
 	for (unsigned v = 0; v < 2; v++) {

@@ -3,9 +3,9 @@
  * (FILE:LINE: KEY: message): duplicate YAML keys, surplus `values` items,
  * keys that mean nothing for a pipe type, identical entries, unknown port
  * kinds, duplicate port names, missing pipes apart from loops, numbers out
- * of range apart from text, directories; what it accepts because the docs
- * say so (a ct timeout of 0 is never, each tunnel's own id key); and the
- * removal of an ACL entry by its match and priority.
+ * of range apart from text, directories, template masks of 0; what it accepts
+ * because the docs say so (a ct timeout of 0 is never, each tunnel's own id
+ * key); and the removal of an ACL entry by its match and priority.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -476,6 +476,58 @@ static const struct refused exact[] = {
 Test(config_strict, messages_say_what_is_wrong)
 {
 	check_refused(exact, DPFLOW_ARRAY_SIZE(exact));
+}
+
+/* A template mask of 0 looks at none of the field's bits (docs/config.md,
+ * Match templates): refused on every pipe type, whichever way it is
+ * written, instead of being taken as all ones. */
+static const struct refused zero_mask[] = {
+    {"basic: per-entry field, mask: 0",
+     PORTS "pipes:\n"
+	   "  - {name: p, type: basic,\n"
+	   "     match: [{field: outer.ip.proto, mask: 0}]}\n",
+     "t.yaml:5: pipes[0].match[0].mask: mask 0 matches nothing of "
+     "outer.ip.proto: drop the field from the template"},
+    {"acl: constant field, value/0",
+     PORTS
+     "pipes:\n"
+     "  - {name: p, type: acl,\n"
+     "     match: [outer.l4.dport, {field: outer.ip.proto, value: 6/0}]}\n",
+     "t.yaml:5: pipes[0].match[1].value: mask 0 matches nothing of "
+     "outer.ip.proto: drop the field from the template"},
+    {"control: mask: 0x0",
+     PORTS "pipes:\n"
+	   "  - {name: p, type: control,\n"
+	   "     match: [{field: outer.l4.dport, mask: 0x0}]}\n",
+     "t.yaml:5: pipes[0].match[0].mask: mask 0 matches nothing of "
+     "outer.l4.dport: drop the field from the template"},
+    {"hash: constant prefix /0",
+     PORTS "pipes:\n"
+	   "  - {name: p, type: hash, size: 4,\n"
+	   "     match: [outer.l4.sport,\n"
+	   "             {field: outer.ipv4.dst, value: 0.0.0.0/0}]}\n",
+     "t.yaml:6: pipes[0].match[1].value: mask 0 matches nothing of "
+     "outer.ipv4.dst: drop the field from the template"},
+    {"hash: value with mask: 0",
+     PORTS "pipes:\n"
+	   "  - {name: p, type: hash, size: 4,\n"
+	   "     match: [outer.l4.sport,\n"
+	   "             {field: outer.ip.proto, value: 6, mask: 0}]}\n",
+     "t.yaml:6: pipes[0].match[1].mask: mask 0 matches nothing of "
+     "outer.ip.proto: drop the field from the template"},
+};
+
+Test(config_strict, template_mask_zero_is_refused)
+{
+	struct dpflow_ctx *ctx;
+
+	check_refused(zero_mask, DPFLOW_ARRAY_SIZE(zero_mask));
+	/* any other mask still loads */
+	ctx = load_ok(PORTS
+		      "pipes:\n"
+		      "  - {name: p, type: control,\n"
+		      "     match: [{field: outer.l4.dport, mask: 0x1}]}\n");
+	dpflow_ctx_destroy(ctx);
 }
 
 /* Every backend built in; dpdk where libdpdk was found. */
