@@ -131,17 +131,20 @@ DPF_HD static inline unsigned flow_actions_run_impl(
 			m->reg[a->field - DPFLOW_FIELD_META_REG0] +=
 			    flow_act_be_get(v, 4);
 			break;
-		case DPFLOW_ACT_COPY_FIELD:
+		case DPFLOW_ACT_COPY_FIELD: {
+			/* the field's low 32 bits: its last bytes */
+			unsigned n = (dpflow_field_width(a->src_field) + 7) / 8;
+			unsigned skip = n > 4 ? n - 4 : 0;
+
 			if (!flow_act_is_reg(a->field))
 				return DPFLOW_DROP_EDIT_BAD_ACTION;
 			memset(src, 0, sizeof(src));
 			dpflow_field_get(buf + m->data_off, m, a->src_field,
 					 src);
 			m->reg[a->field - DPFLOW_FIELD_META_REG0] =
-			    flow_act_be_get(
-				src,
-				(dpflow_field_width(a->src_field) + 7) / 8);
+			    flow_act_be_get(src + skip, n - skip);
 			break;
+		}
 		case DPFLOW_ACT_SET_MAC_SRC:
 			r = dpflow_edit_set_mac_impl(m, buf, v, NULL);
 			break;

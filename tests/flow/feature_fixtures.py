@@ -20,7 +20,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pipe_fixtures as pf  # noqa: E402
 
-from scapy.all import Ether, IP, TCP, UDP, Dot1Q, Raw  # noqa: E402
+from scapy.all import Ether, IP, IPv6, TCP, UDP, Dot1Q, Raw  # noqa: E402
 from scapy.layers.vxlan import VXLAN  # noqa: E402
 
 
@@ -226,6 +226,40 @@ pipes:
      {"out": [bytes(p) for p in m_in[:3]],
       "other": [remark(p, 10) for p in m_in[3:5]]},
      {"flow_meter_red": 5})
+
+# ---- copy into a register: a wider field gives its low 32 bits -------------
+# (docs/config.md, Actions; issue 23: it gave the first 32 bits)
+
+COPY_CHECK = """
+pipes:
+  - name: take
+    type: basic
+    root: in
+    match: [outer.ip.proto]
+    actions:
+      - [{copy: {field: meta.reg0, from: %s}}]
+    fwd: {pipe: check}
+    entries:
+      - match: {outer.ip.proto: 17}
+  - name: check
+    type: basic
+    match: [meta.reg0]
+    fwd: {port: out}
+    miss: drop
+    entries:
+      - match: {meta.reg0: %d}
+"""
+copy_mac_in = [pf.eth(src="02:00:11:22:33:44") / IP(src="10.1.2.3",
+               dst="192.168.1.10") / UDP(sport=5353, dport=53) /
+               Raw(b"query")]
+case("copy reg0 from outer.eth.src (48 bits): its low 32 bits",
+     COPY_CHECK % ("outer.eth.src", 0x11223344), copy_mac_in,
+     {"out": [bytes(p) for p in copy_mac_in]})
+copy_v6_in = [pf.eth() / IPv6(src="2001:db8::aabb:ccdd", dst="2001:db8::1")
+              / UDP(sport=5353, dport=53) / Raw(b"query")]
+case("copy reg0 from outer.ipv6.src (128 bits): its low 32 bits",
+     COPY_CHECK % ("outer.ipv6.src", 0xaabbccdd), copy_v6_in,
+     {"out": [bytes(p) for p in copy_v6_in]})
 
 # ---- per-entry encapsulation ------------------------------------------------
 
