@@ -1160,31 +1160,25 @@ static const struct cmd {
 };
 
 /*
- * Applications' requests, by their name's prefix: the app's hook answers
- * them when the run has the app (dpflow_ctl_hooks.request); without it,
- * the request is told what is missing rather than that the cmd is unknown.
+ * A request "APP.VERB" that no built-in command and no application hook
+ * (dpflow_ctl_hooks.request) answered belongs to an application this run
+ * lacks: apps are configured as apps.APP, so say that rather than that
+ * the command is unknown. 0 when @name is no such request ("entries.nope"
+ * is an unknown built-in command).
  */
-static const struct app_cmds {
-	const char *prefix;
-	const char *app;
-	const char *config; /* the key that enables it */
-} app_cmds[] = {
-    {"l4lb.", "l4lb", "apps.l4lb"},
-};
-
-/* Refuse @name, the request of an application this run lacks; 0 when
- * it names none. */
 static int no_app(struct req *r, const char *name)
 {
-	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(app_cmds); i++) {
-		const struct app_cmds *a = &app_cmds[i];
+	const char *dot = strchr(name, '.');
+	int len = dot ? (int)(dot - name) : 0;
 
-		if (!strncmp(name, a->prefix, strlen(a->prefix)))
-			return fail(r, ENOENT, "cmd",
-				    "no %s app in this run (%s in the config)",
-				    a->app, a->config);
-	}
-	return 0;
+	if (!len)
+		return 0;
+	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(cmds); i++)
+		if (!strncmp(cmds[i].name, name, (size_t)len + 1))
+			return 0;
+	return fail(r, ENOENT, "cmd",
+		    "no %.*s app in this run (apps.%.*s in the config)", len,
+		    name, len, name);
 }
 
 static int check_keys(struct req *r, const struct cmd *c)

@@ -905,24 +905,6 @@ static int parse_cpus(const char *text, int *cpus, int max)
 	return n;
 }
 
-/*
- * The decimal value of option --@name in @lo..@hi into @out; else a
- * message and -1.
- */
-static int parse_count(const char *name, const char *text, unsigned long lo,
-		       unsigned long hi, unsigned long *out)
-{
-	char *end;
-
-	*out = strtoul(text, &end, 10);
-	if (!isdigit((unsigned char)*text) || *end || *out < lo || *out > hi) {
-		fprintf(stderr, "dpflow run: --%s '%s': expected %lu..%lu\n",
-			name, text, lo, hi);
-		return -1;
-	}
-	return 0;
-}
-
 /* 80 hex digits into @key. */
 static int parse_key(const char *text, uint8_t *key)
 {
@@ -1008,19 +990,19 @@ int cmd_run(int argc, char **argv)
 			}
 			break;
 		case 'p':
-			if (parse_count("pool", optarg, 64, 1u << 24, &n))
+			if (opt_count("run", "pool", optarg, 64, 1u << 24, &n))
 				return 2;
 			copts.pool_slots = (uint32_t)n;
 			break;
 		case 'w':
-			if (parse_count("workers", optarg, 1,
-					DPFLOW_WORKERS_MAX, &n))
+			if (opt_count("run", "workers", optarg, 1,
+				      DPFLOW_WORKERS_MAX, &n))
 				return 2;
 			rcfg.workers = (uint16_t)n;
 			break;
 		case 'b':
-			if (parse_count("burst", optarg, 1, DPFLOW_BURST_MAX,
-					&n))
+			if (opt_count("run", "burst", optarg, 1,
+				      DPFLOW_BURST_MAX, &n))
 				return 2;
 			rcfg.burst = (uint16_t)n;
 			break;

@@ -99,22 +99,15 @@ int cmd_validate(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	unsigned long workers = 1;
-	char *end;
 	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
-			workers = strtoul(optarg, &end, 10);
-			if (optarg[0] < '0' || optarg[0] > '9' || *end ||
-			    !workers || workers > DPFLOW_WORKERS_MAX) {
-				fprintf(stderr,
-					"dpflow validate: --workers '%s': "
-					"expected 1..%u\n",
-					optarg, DPFLOW_WORKERS_MAX);
+			if (opt_count("validate", "workers", optarg, 1,
+				      DPFLOW_WORKERS_MAX, &workers))
 				return 2;
-			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -21,4 +21,11 @@ int cmd_validate(int argc, char **argv);
  */
 int validate_config(const char *path, unsigned workers, FILE *out);
 
+/*
+ * The decimal value of option --@name of `dpflow @cmd` in @lo..@hi into
+ * @out; else a message on stderr and -1.
+ */
+int opt_count(const char *cmd, const char *name, const char *text,
+	      unsigned long lo, unsigned long hi, unsigned long *out);
+
 #endif /* DPFLOW_TOOL_CMDS_H */
