@@ -723,7 +723,8 @@ static int keep_owner_mode(int fd, const struct stat *st)
  * Create the temporary file for target @real (owner, group and mode:
  * @st's when the target exists, else ours and 0666 under the umask)
  * beside it: ".BASE.XXXXXX", O_EXCL. Sets pp->tx_tmp; returns the
- * descriptor or -errno.
+ * descriptor or -errno. Not mkstemp(): it creates mode 0600, and a new
+ * capture gets 0666 under the umask as fopen would give it.
  */
 static int make_tmp(struct port_pcap *pp, const char *real,
 		    const struct stat *st)
