@@ -14,6 +14,7 @@
 
 #include "flow/flow_actions.h"
 #include "flow/flow_actions_impl.h"
+#include "flow/walk_impl.h"
 #include "flow/pkt_edit.h"
 
 static bool is_reg(unsigned f)
@@ -134,23 +135,19 @@ static void mirror(struct dpflow_ctx *ctx, uint32_t idx, uint16_t port)
 }
 
 unsigned flow_actions_apply(struct dpflow_ctx *ctx,
-			    const struct dpflow_pipe *pipe,
-			    const struct dpflow_entry *e, uint32_t idx)
+			    const struct dpflow_pipe *pipe, uint32_t entry,
+			    uint32_t idx)
 {
 	const struct dpflow_pool *pool = ctx->pool;
-	const struct dpflow_action_tmpl *t;
-	unsigned tn, pos = 0, r;
+	const struct dpflow_plan_entry *e = &pipe->plan_entries[entry];
+	unsigned pos = 0, r;
 
-	if (!pipe->cfg.n_action_tmpls)
-		return 0;
-	tn = e->cfg.action_tmpl;
-	t = &pipe->cfg.actions[tn];
-	while ((r = flow_actions_run_impl(
-		    dpflow_pool_meta(pool, idx), dpflow_pool_buf(pool, idx), t,
-		    e->cfg.action_value,
-		    (const struct dpflow_edit_encap *const *)pipe->encaps[tn],
-		    e->encap, &pos)) == FLOW_ACT_MIRROR) {
-		mirror(ctx, idx, t->a[pos].port);
+	while ((r = walk_actions(
+		    &pipe->plan, e,
+		    pipe->plan_encaps ? &pipe->plan_encaps[entry] : NULL,
+		    dpflow_pool_meta(pool, idx), dpflow_pool_buf(pool, idx),
+		    &pos)) == FLOW_ACT_MIRROR) {
+		mirror(ctx, idx, walk_mirror_port(&pipe->plan, e, pos));
 		pos++;
 	}
 	return r;

@@ -247,11 +247,26 @@ static int entry_encap(struct dpflow_entry *e, struct dpflow_error *err)
 	return 0;
 }
 
+/*
+ * Write entry @e's part of the plan (its slot is unused until the flip).
+ * Cannot fail: validate() took its handler's slot.
+ */
+static void plan_entry_publish(struct dpflow_ctx *ctx, struct dpflow_entry *e)
+{
+	struct dpflow_pipe *pipe = e->pipe;
+
+	(void)dpflow_plan_entry_build(ctx, e, &pipe->plan_entries[e->index],
+				      NULL);
+	if (pipe->plan_encaps && e->encap)
+		pipe->plan_encaps[e->index] = *e->encap;
+}
+
 static int validate(struct dpflow_ctx *ctx, struct dpflow_entry *e,
 		    struct dpflow_error *err)
 {
 	const struct dpflow_pipe *pipe = e->pipe;
 	const struct dpflow_entry_cfg *c = &e->cfg;
+	struct dpflow_plan_fwd pf;
 
 	if (pipe->cfg.type == DPFLOW_PIPE_CT)
 		return dpflow_error_set(err, EINVAL, "pipe",
@@ -298,6 +313,9 @@ static int validate(struct dpflow_ctx *ctx, struct dpflow_entry *e,
 						"forwarding from pipe '%s' to "
 						"pipe '%s' makes a loop",
 						pipe->name, f->pipe->name);
+		/* a handler takes its plan slot now: publishing cannot fail */
+		if (dpflow_plan_fwd_build(ctx, f, pipe->name, "fwd", &pf, err))
+			return -ENOSPC;
 	}
 	return entry_encap(e, err);
 }
@@ -435,8 +453,10 @@ int dpflow_entries_process(struct dpflow_queue *q, dpflow_entry_cb cb,
 	/* monitors of new entries: their slots are unused until the flip */
 	now = dpflow_clock_ns();
 	for (unsigned i = 0; i < q->n; i++)
-		if (q->ops[i].add)
+		if (q->ops[i].add) {
 			monitor_entry_publish(q->ops[i].e, now);
+			plan_entry_publish(ctx, q->ops[i].e);
+		}
 
 	/* publish: one store flips every pipe's image */
 	__atomic_store_n(&ctx->gen, next, __ATOMIC_RELEASE);

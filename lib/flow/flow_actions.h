@@ -11,13 +11,14 @@
 #include "flow/flow_internal.h"
 
 /*
- * Apply the actions of entry @e (of @pipe) to packet @idx. Returns 0, or
- * the drop reason when an action could not be applied (the packet is then
- * dropped by the caller).
+ * Apply the actions of entry @entry of @pipe (its plan: walk_actions()) to
+ * packet @idx, making its mirror copies. Returns 0, or the drop reason
+ * when an action could not be applied (the packet is then dropped by the
+ * caller).
  */
 unsigned flow_actions_apply(struct dpflow_ctx *ctx,
-			    const struct dpflow_pipe *pipe,
-			    const struct dpflow_entry *e, uint32_t idx);
+			    const struct dpflow_pipe *pipe, uint32_t entry,
+			    uint32_t idx);
 
 /* Whether the CPU target implements action @a (checked at pipe creation). */
 bool flow_action_supported(const struct dpflow_action *a);

@@ -20,6 +20,7 @@
 
 #include "dpflow/flow.h"
 #include "dpflow/meta.h"
+#include "flow/plan.h"
 
 #define TABLE_MISS UINT32_MAX
 
@@ -155,7 +156,18 @@ struct dpflow_pipe {
 	uint64_t ct_invalid, ct_refused;
 	/* CT pipes: the entry whose action template tracked packets run */
 	struct dpflow_entry ct_entry;
+	/* the plan (plan.h) the walk reads: the pipe's part, built at
+	 * creation; its entries' (one for a CT pipe: all zero), by entry
+	 * index, written before the batch that adds them is published; the
+	 * entries' own encapsulations (pipes with a per-entry ENCAP) */
+	struct dpflow_plan_pipe plan;
+	struct dpflow_plan_entry *plan_entries;
+	struct dpflow_edit_encap *plan_encaps;
+	size_t plan_entries_bytes, plan_encaps_bytes;
 };
+
+/* Handlers the plan names by slot (PLAN_FWD_HANDLER's target). */
+#define FLOW_PLAN_HANDLERS_MAX 64
 
 struct ctx_handler {
 	char name[DPFLOW_NAME_MAX];
@@ -194,6 +206,12 @@ struct dpflow_ctx {
 	unsigned workers_hi;
 	unsigned n_handlers;
 	struct ctx_handler handlers[DPFLOW_HANDLERS_MAX];
+	/* every handler forwarding names, by plan slot (never reused) */
+	unsigned n_plan_handlers;
+	struct {
+		dpflow_handler_fn fn;
+		void *arg;
+	} plan_handlers[FLOW_PLAN_HANDLERS_MAX];
 	/* RSS software queues (multi-producer, single-consumer rings) */
 	unsigned n_rss;
 	struct dpflow_ring *rss[DPFLOW_RSS_QUEUES_MAX];

@@ -197,6 +197,8 @@ static void pipe_destroy(struct dpflow_pipe *pipe)
 	big_free(pipe->entries, pipe->entries_bytes);
 	big_free(pipe->dp, pipe->dp_bytes);
 	big_free(pipe->ctr, pipe->ctr_bytes);
+	big_free(pipe->plan_entries, pipe->plan_entries_bytes);
+	big_free(pipe->plan_encaps, pipe->plan_encaps_bytes);
 	free(pipe->free_idx);
 	free(pipe);
 }
@@ -784,6 +786,21 @@ struct dpflow_pipe *dpflow_pipe_create(struct dpflow_ctx *ctx,
 	}
 	pipe->ct_entry.pipe = pipe;
 	pipe->ct_entry.state = ENTRY_ACTIVE;
+	if (dpflow_plan_pipe_build(ctx, pipe, &pipe->plan, err))
+		goto fail;
+	pipe->plan_entries_bytes =
+	    (cfg->type == DPFLOW_PIPE_CT ? 1 : (size_t)cfg->size) *
+	    sizeof(*pipe->plan_entries);
+	pipe->plan_entries = big_alloc(pipe->plan_entries_bytes);
+	if (!pipe->plan_entries)
+		goto nomem;
+	if (pipe->plan.has_entry_encap) {
+		pipe->plan_encaps_bytes =
+		    (size_t)cfg->size * sizeof(*pipe->plan_encaps);
+		pipe->plan_encaps = big_alloc(pipe->plan_encaps_bytes);
+		if (!pipe->plan_encaps)
+			goto nomem;
+	}
 	ctx->pipes[ctx->n_pipes++] = pipe;
 	if (cfg->root)
 		ctx->ports[cfg->port].root = pipe;

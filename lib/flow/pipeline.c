@@ -18,13 +18,13 @@
 #include "dpflow/flow.h"
 #include "dpflow/parse.h"
 #include "dpflow/ring.h"
+#include "dpflow/trace.h"
 
 #include "flow/ct.h"
-#include "flow/field_impl.h"
 #include "flow/flow_actions.h"
 #include "flow/flow_internal.h"
-#include "flow/hash_impl.h"
 #include "flow/meter.h"
+#include "flow/walk_impl.h"
 
 struct burst_list {
 	uint16_t n;
@@ -41,8 +41,7 @@ struct scratch {
 	 * once per burst */
 	unsigned n_handler_out;
 	struct handler_out {
-		dpflow_handler_fn fn;
-		void *arg;
+		uint16_t slot; /* the context's plan handler slot */
 		struct burst_list b;
 	} handler_out[HANDLER_LISTS];
 	struct burst_list drop;
@@ -56,6 +55,13 @@ struct scratch {
 	uint16_t txq;	 /* transmit queue (dpflow_ctx_thread_tx_queue) */
 	dpflow_tx_hook_fn tx_hook; /* dpflow_ctx_thread_tx_hook */
 	void *tx_hook_arg;
+	/* tracing (dpflow_ctx_thread_trace): armed for the next burst; the
+	 * burst's traces (NULL while off) and their packets */
+	struct dpflow_trace *trace_arm;
+	unsigned trace_arm_n;
+	struct dpflow_trace *trace;
+	unsigned trace_n;
+	uint32_t trace_idx[DPFLOW_TRACE_PKTS_MAX];
 };
 
 /* Each data thread's scratch: made when it goes online, freed offline. */
@@ -73,134 +79,174 @@ static struct scratch *scratch_of(struct dpflow_ctx *ctx)
 	return thread_scratch;
 }
 
+/* ---- traces (dpflow/trace.h): only while s->trace is set --------------- */
+
+DPFLOW_STATIC_ASSERT((int)WALK_TO_DROP == DPFLOW_TRACE_TO_DROP &&
+			 (int)WALK_TO_PORT == DPFLOW_TRACE_TO_PORT &&
+			 (int)WALK_TO_PIPE == DPFLOW_TRACE_TO_PIPE &&
+			 (int)WALK_TO_RSS == DPFLOW_TRACE_TO_RSS &&
+			 (int)WALK_TO_HANDLER == DPFLOW_TRACE_TO_HANDLER,
+		     "the walk's outcomes are the trace's");
+
+/* Packet @idx's trace in this burst, or NULL when it is not traced. */
+static struct dpflow_trace *trace_of(struct scratch *s, uint32_t idx)
+{
+	for (unsigned i = 0; i < s->trace_n; i++)
+		if (s->trace_idx[i] == idx)
+			return &s->trace[i];
+	return NULL;
+}
+
+/* A traced packet enters pipe @pipe, which says @match (@entry). */
+static void trace_enter(struct scratch *s, uint32_t idx,
+			const struct dpflow_pipe *pipe, unsigned match,
+			uint32_t entry, const struct dpflow_pkt_meta *m)
+{
+	struct dpflow_trace *t = trace_of(s, idx);
+	struct dpflow_trace_step *st;
+
+	if (!t || t->n_steps == DPFLOW_PIPES_MAX)
+		return;
+	st = &t->step[t->n_steps++];
+	memset(st, 0, sizeof(*st));
+	st->pipe = pipe->id;
+	st->match = (uint8_t)match;
+	st->entry = entry;
+	if (match == DPFLOW_TRACE_HIT)
+		st->entry_id = pipe->entries[entry].id;
+	st->ct_state = m->ct_state;
+	st->ct_flags = m->ct_flags;
+	st->color = m->color;
+}
+
+/* A traced packet enters CT pipe @pipe, whose tracker said @r. */
+static void trace_enter_ct(struct scratch *s, uint32_t idx,
+			   const struct dpflow_pipe *pipe, unsigned outcome,
+			   const struct dpflow_ct_result *r,
+			   const struct dpflow_pkt_meta *m)
+{
+	struct dpflow_trace *t = trace_of(s, idx);
+
+	trace_enter(s, idx, pipe,
+		    outcome == WALK_CT_NOCONN	 ? DPFLOW_TRACE_CT_NOCONN
+		    : outcome == WALK_CT_INVALID ? DPFLOW_TRACE_CT_INVALID
+						 : DPFLOW_TRACE_CT_TRACKED,
+		    r->conn, m);
+	if (t && t->n_steps && outcome == WALK_CT_NOCONN)
+		t->step[t->n_steps - 1].ct_drop = r->drop;
+}
+
+/* The traced packet's colour at its current pipe, and whether the
+ * entry's actions ran (@ran). */
+static void trace_hit(struct scratch *s, uint32_t idx, unsigned color, bool ran)
+{
+	struct dpflow_trace *t = trace_of(s, idx);
+
+	if (!t || !t->n_steps)
+		return;
+	t->step[t->n_steps - 1].color = (uint8_t)color;
+	t->step[t->n_steps - 1].actions = ran;
+}
+
+/* Start this burst's traces, if armed: its first packets. */
+static void trace_start(struct scratch *s, const uint32_t *idx, uint16_t n,
+			uint16_t port)
+{
+	s->trace = s->trace_arm;
+	s->trace_n = s->trace_arm_n < n ? s->trace_arm_n : n;
+	s->trace_arm = NULL;
+	s->trace_arm_n = 0;
+	for (unsigned i = 0; i < s->trace_n; i++) {
+		memset(&s->trace[i], 0, sizeof(s->trace[i]));
+		s->trace[i].idx = idx[i];
+		s->trace[i].port = port;
+		s->trace_idx[i] = idx[i];
+	}
+}
+
+/* Where the traced packet went from its current pipe (or before any). */
+static void trace_out(struct scratch *s, uint32_t idx, unsigned to,
+		      uint16_t value)
+{
+	struct dpflow_trace *t = trace_of(s, idx);
+
+	if (!t)
+		return;
+	if (t->n_steps) {
+		t->step[t->n_steps - 1].to = (uint8_t)to;
+		t->step[t->n_steps - 1].value = value;
+	}
+	t->to = (uint8_t)to;
+	t->value = value;
+}
+
 static void drop_pkt(struct dpflow_ctx *ctx, struct scratch *s, uint32_t idx,
 		     unsigned reason)
 {
+	if (DPFLOW_UNLIKELY(s->trace))
+		trace_out(s, idx, DPFLOW_TRACE_TO_DROP, (uint16_t)reason);
 	dpflow_pool_meta(ctx->pool, idx)->drop = (uint8_t)reason;
 	__atomic_fetch_add(&ctx->drops[reason], 1, __ATOMIC_RELAXED);
 	s->drop.idx[s->drop.n++] = idx;
 }
 
-/* Constant fields of the template: does the packet carry those values? */
-static bool const_fields_match(const struct dpflow_pipe *pipe,
-			       const uint8_t *frame,
-			       const struct dpflow_pkt_meta *m)
-{
-	const struct dpflow_match_tmpl *t = &pipe->cfg.match;
-
-	if (!pipe->n_const)
-		return true;
-	for (unsigned i = 0; i < t->n; i++) {
-		const struct dpflow_match_field *f = &t->f[i];
-		unsigned bytes;
-		uint8_t v[16];
-
-		if (f->per_entry)
-			continue;
-		bytes = pipe->field_bytes[i];
-		dpflow_field_get(frame, m, f->field, v);
-		for (unsigned b = 0; b < bytes; b++)
-			if ((v[b] ^ f->value[b]) & f->mask[b])
-				return false;
-	}
-	return true;
-}
-
-/* Build the per-entry key of one packet (template masks applied). */
-static void build_key(const struct dpflow_pipe *pipe, const uint8_t *frame,
-		      const struct dpflow_pkt_meta *m, uint8_t *key)
-{
-	const struct dpflow_match_tmpl *t = &pipe->cfg.match;
-
-	for (unsigned i = 0; i < t->n; i++) {
-		const struct dpflow_match_field *f = &t->f[i];
-		uint8_t *k = key + pipe->field_off[i];
-
-		if (!f->per_entry)
-			continue;
-		dpflow_field_get(frame, m, f->field, k);
-		if (pipe->field_full_mask[i])
-			continue;
-		for (unsigned b = 0; b < pipe->field_bytes[i]; b++)
-			k[b] &= f->mask[b];
-	}
-}
-
-/* The burst's list for handler @f, or NULL when every list is taken. */
-static struct handler_out *handler_list(struct scratch *s,
-					const struct dpflow_fwd *f)
+/* The burst's list for handler slot @slot, or NULL when every list is
+ * taken. */
+static struct handler_out *handler_list(struct scratch *s, uint16_t slot)
 {
 	struct handler_out *h = NULL;
 
 	for (unsigned i = 0; i < s->n_handler_out; i++)
-		if (s->handler_out[i].fn == f->handler &&
-		    s->handler_out[i].arg == f->handler_arg)
+		if (s->handler_out[i].slot == slot)
 			h = &s->handler_out[i];
 	if (!h && s->n_handler_out < HANDLER_LISTS) {
 		h = &s->handler_out[s->n_handler_out++];
-		h->fn = f->handler;
-		h->arg = f->handler_arg;
+		h->slot = slot;
 		h->b.n = 0;
 	}
 	return h;
 }
 
 /*
- * The burst's list that forwarding @f appends to: a port's, a pipe's or
- * a handler's. NULL for the other kinds, and for a handler when the
- * burst's handler lists are all taken.
+ * Send packet @idx where forwarding @f (@miss: a miss forwarding) says
+ * (walk_fwd()): onto the burst's list of a port, a pipe, an RSS queue or a
+ * handler, or to the drops. A handler whose list cannot be had (more
+ * handlers in this burst than lists) is called now.
  */
-static struct burst_list *fwd_list(struct scratch *s,
-				   const struct dpflow_fwd *f)
-{
-	struct handler_out *h;
-
-	switch (f->kind) {
-	case DPFLOW_FWD_PORT:
-		return &s->port_out[f->port];
-	case DPFLOW_FWD_PIPE:
-		return &s->pipe_in[f->pipe->id];
-	case DPFLOW_FWD_HANDLER:
-		h = handler_list(s, f);
-		return h ? &h->b : NULL;
-	default:
-		return NULL;
-	}
-}
-
 static void forward(struct dpflow_ctx *ctx, struct scratch *s,
-		    const struct dpflow_fwd *f, uint32_t idx, bool miss)
+		    const struct dpflow_plan_fwd *f, uint32_t idx, bool miss)
 {
-	struct burst_list *b = fwd_list(s, f);
+	struct burst_list *b;
+	struct handler_out *h;
+	uint16_t v;
+	unsigned to = walk_fwd(f, miss, dpflow_pool_meta(ctx->pool, idx), &v);
 
-	if (b) {
-		b->idx[b->n++] = idx;
+	if (DPFLOW_UNLIKELY(s->trace) && to != WALK_TO_DROP)
+		trace_out(s, idx, to, v);
+	switch (to) {
+	case WALK_TO_PORT:
+		b = &s->port_out[v];
+		break;
+	case WALK_TO_PIPE:
+		b = &s->pipe_in[v];
+		break;
+	case WALK_TO_RSS:
+		b = &s->rss_out[v];
+		break;
+	case WALK_TO_HANDLER:
+		h = handler_list(s, v);
+		if (!h) {
+			ctx->plan_handlers[v].fn(ctx->plan_handlers[v].arg,
+						 ctx->pool, &idx, 1);
+			return;
+		}
+		b = &h->b;
+		break;
+	default:
+		drop_pkt(ctx, s, idx, v);
 		return;
 	}
-	switch (f->kind) {
-	case DPFLOW_FWD_HANDLER:
-		/* more handlers in this burst than lists: call it now */
-		f->handler(f->handler_arg, ctx->pool, &idx, 1);
-		break;
-	case DPFLOW_FWD_RSS: {
-		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
-		uint16_t q;
-
-		m->rss_hash = dpflow_rss_hash_hdr(
-		    f->rss_inner && m->tun_type ? &m->inner : &m->outer);
-		/* as a NIC's 128-entry redirection table filled round
-		 * robin: the hash's low 7 bits pick the entry */
-		q = (uint16_t)(f->rss_queue + (m->rss_hash & 127) % f->rss_n);
-		m->queue = q;
-		s->rss_out[q].idx[s->rss_out[q].n++] = idx;
-		break;
-	}
-	default:
-		drop_pkt(ctx, s, idx,
-			 miss ? DPFLOW_DROP_FLOW_MISS_DROP
-			      : DPFLOW_DROP_FLOW_FWD_DROP);
-		break;
-	}
+	b->idx[b->n++] = idx;
 }
 
 /* Shared counter, aging and meter of a hit. Returns the packet's colour
@@ -250,30 +296,34 @@ static unsigned monitor_hit(struct dpflow_ctx *ctx, struct scratch *s,
 	return color;
 }
 
-/* Forwarding of a yellow or red packet; NULL: drop it (red default). */
-static const struct dpflow_fwd *color_fwd(const struct dpflow_pipe *pipe,
-					  const struct dpflow_fwd *hit,
-					  unsigned color)
-{
-	const struct dpflow_color_fwd *c = &pipe->cfg.color_fwd;
-
-	if (color == DPFLOW_COLOR_YELLOW)
-		return c->yellow_set ? &c->yellow : hit;
-	return c->red_set ? &c->red : NULL;
-}
-
 /*
  * Forward @n packets that all take @f, as a block: a port's, a pipe's or
  * a handler's list grows by one copy. False (nothing done) for the other
  * kinds, which go packet by packet.
  */
-static bool forward_all(struct scratch *s, const struct dpflow_fwd *f,
+static bool forward_all(struct scratch *s, const struct dpflow_plan_fwd *f,
 			const uint32_t *idx, uint16_t n)
 {
-	struct burst_list *b = fwd_list(s, f);
+	struct handler_out *h;
+	struct burst_list *b;
 
-	if (!b)
+	/* the kinds whose outcome is their target (walk_fwd()) */
+	switch (f->kind) {
+	case PLAN_FWD_PORT:
+		b = &s->port_out[f->target];
+		break;
+	case PLAN_FWD_PIPE:
+		b = &s->pipe_in[f->target];
+		break;
+	case PLAN_FWD_HANDLER:
+		h = handler_list(s, f->target);
+		if (!h)
+			return false;
+		b = &h->b;
+		break;
+	default:
 		return false;
+	}
 	/* a burst has at most DPFLOW_BURST_MAX packets in all */
 	memcpy(b->idx + b->n, idx, (size_t)n * sizeof(*idx));
 	b->n = (uint16_t)(b->n + n);
@@ -282,16 +332,17 @@ static bool forward_all(struct scratch *s, const struct dpflow_fwd *f,
 
 /*
  * A CT pipe: track each packet's connection (creating it unless
- * lookup-only), write meta.ct_state / ct_flags and the user register,
- * run the action template, forward; packets that get no connection or
- * break the state machine take the miss forwarding.
+ * lookup-only), write meta.ct_state / ct_flags and the user register
+ * (walk_ct_begin() / walk_ct_end()), run the action template, forward;
+ * packets that get no connection or break the state machine take the
+ * miss forwarding.
  */
 static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 			struct dpflow_pipe *pipe)
 {
+	const struct dpflow_plan_pipe *p = &pipe->plan;
 	struct burst_list in = s->pipe_in[pipe->id];
 	struct dpflow_ct_image *ct = pipe->images[0];
-	const struct dpflow_ct_cfg *cc = &pipe->cfg.ct;
 	uint16_t n = 0;
 	uint32_t hit = 0, invalid = 0, refused = 0;
 	uint32_t tracked[DPFLOW_BURST_MAX];
@@ -299,24 +350,22 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 	s->pipe_in[pipe->id].n = 0;
 	for (uint16_t i = 0; i < in.n; i++) {
 		uint32_t idx = in.idx[i];
-		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
-		const struct dpflow_hdr *h =
-		    cc->inner && m->tun_type ? &m->inner : &m->outer;
 
-		m->ct_state = 0;
-		m->ct_flags = 0;
-		if (!const_fields_match(pipe, dpflow_pkt_data(ctx->pool, idx),
-					m) ||
-		    !dpflow_ct_pkt_from_hdr(h, &s->ct_pkts[n])) {
+		if (!walk_ct_begin(p, dpflow_pkt_data(ctx->pool, idx),
+				   dpflow_pool_meta(ctx->pool, idx),
+				   &s->ct_pkts[n], &s->ct_user[n])) {
 			refused++;
-			forward(ctx, s, &pipe->cfg.miss_fwd, idx, true);
+			if (DPFLOW_UNLIKELY(s->trace))
+				trace_enter(s, idx, pipe,
+					    DPFLOW_TRACE_CT_UNTRACKABLE, 0,
+					    dpflow_pool_meta(ctx->pool, idx));
+			forward(ctx, s, &p->miss, idx, true);
 			continue;
 		}
-		s->ct_user[n] = cc->user ? m->reg[cc->user_reg] : 0;
 		tracked[n++] = idx;
 	}
 	for (uint16_t i = 0; i < n; i++) {
-		if (cc->lookup_only)
+		if (p->ct_lookup_only)
 			dpflow_ct_lookup(ct, &s->ct_pkts[i], s->now_ns,
 					 &s->ct_res[i]);
 		else
@@ -324,44 +373,34 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 					  s->ct_user[i], &s->ct_res[i]);
 	}
 	for (uint16_t i = 0; i < n; i++) {
-		const struct dpflow_ct_result *r = &s->ct_res[i];
 		uint32_t idx = tracked[i];
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
-		unsigned reason;
+		unsigned reason, outcome = walk_ct_end(p, m, &s->ct_res[i]);
 
-		if (r->conn == DPFLOW_TABLE_MISS ||
-		    (r->flags & DPFLOW_CT_R_INVALID)) {
-			if (r->conn == DPFLOW_TABLE_MISS)
-				refused++;
-			else
-				invalid++;
-			m->ct_state =
-			    r->conn == DPFLOW_TABLE_MISS ? 0 : r->state;
-			forward(ctx, s, &pipe->cfg.miss_fwd, idx, true);
+		if (DPFLOW_UNLIKELY(s->trace))
+			trace_enter_ct(s, idx, pipe, outcome, &s->ct_res[i], m);
+		switch (outcome) {
+		case WALK_CT_NOCONN:
+			refused++;
+			forward(ctx, s, &p->miss, idx, true);
 			continue;
+		case WALK_CT_INVALID:
+			invalid++;
+			forward(ctx, s, &p->miss, idx, true);
+			continue;
+		default:
+			break;
 		}
 		hit++;
-		m->ct_state = r->state;
-		m->ct_flags =
-		    (uint8_t)((r->flags & DPFLOW_CT_R_NEW ? DPFLOW_META_CT_NEW
-							  : 0) |
-			      (r->dir == DPFLOW_CT_DIR_REPLY
-				   ? DPFLOW_META_CT_REPLY
-				   : 0) |
-			      (r->flags & DPFLOW_CT_R_IGNORED
-				   ? DPFLOW_META_CT_IGNORED
-				   : 0) |
-			      (r->flags & DPFLOW_CT_R_REOPEN
-				   ? DPFLOW_META_CT_REOPEN
-				   : 0));
-		if (cc->user)
-			m->reg[cc->user_reg] = r->user;
-		reason = flow_actions_apply(ctx, pipe, &pipe->ct_entry, idx);
+		/* its one all-zero entry's actions */
+		if (DPFLOW_UNLIKELY(s->trace))
+			trace_hit(s, idx, m->color, p->n_action_tmpls);
+		reason = flow_actions_apply(ctx, pipe, 0, idx);
 		if (reason) {
 			drop_pkt(ctx, s, idx, reason);
 			continue;
 		}
-		forward(ctx, s, &pipe->cfg.fwd, idx, false);
+		forward(ctx, s, &p->fwd, idx, false);
 	}
 	__atomic_fetch_add(&pipe->pkts, in.n, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&pipe->hits, hit, __ATOMIC_RELAXED);
@@ -379,19 +418,26 @@ static bool all_hit(const uint32_t *values, uint16_t n)
 	return !miss;
 }
 
+/*
+ * A pipe other than CT: every packet's key (walk_key_build()), one bulk
+ * lookup through the table kind, then per packet the hit (walk_hit()),
+ * the monitor, the entry's actions and the forwarding (walk_hit_fwd(),
+ * walk_fwd()).
+ */
 static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		     struct dpflow_pipe *pipe, unsigned gen)
 {
+	const struct dpflow_plan_pipe *p = &pipe->plan;
 	const void *image = pipe->images[gen];
-	bool per_entry_fwd = pipe->cfg.fwd.kind == DPFLOW_FWD_PER_ENTRY;
-	bool need_entry = pipe->cfg.n_action_tmpls || per_entry_fwd;
+	bool per_entry_fwd = p->fwd.kind == PLAN_FWD_PER_ENTRY;
+	bool need_entry = p->n_action_tmpls || per_entry_fwd;
 	uint32_t idxs[DPFLOW_BURST_MAX];
 	uint16_t n = s->pipe_in[pipe->id].n;
 	uint32_t hit = 0;
 
 	memcpy(idxs, s->pipe_in[pipe->id].idx, n * sizeof(idxs[0]));
 	s->pipe_in[pipe->id].n = 0;
-	if (pipe->key_len == 0) {
+	if (p->key_len == 0) {
 		/* no per-entry fields (a match-all pipe): every packet has
 		 * the same empty key, which tables read as zero words */
 		memset(s->keys[0], 0, 8);
@@ -410,33 +456,31 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 			if (i + 4 < n)
 				DPFLOW_PREFETCH(
 				    dpflow_pool_meta(ctx->pool, idxs[i + 4]));
-			/* tables read keys in whole words: clear the padding
-			 * too */
-			memset(s->keys[i], 0, (pipe->key_len + 7u) & ~7u);
-			build_key(pipe, frame, m, s->keys[i]);
+			memset(s->keys[i], 0, walk_key_span(p));
+			walk_key_build(p, frame, m, s->keys[i]);
 		}
 		pipe->kind->lookup(pipe, image, &s->keys[0][0], n, s->values);
 	}
 	/* a plain pipe (no constant fields, monitor or actions; one
 	 * forwarding) whose packets all hit, as a match-all root's do:
 	 * forwarded as one block */
-	if (!pipe->n_const && !pipe->monitored && !pipe->cfg.n_action_tmpls &&
-	    !per_entry_fwd && n && all_hit(s->values, n) &&
-	    forward_all(s, &pipe->cfg.fwd, idxs, n)) {
+	if (!p->n_const && !pipe->monitored && !p->n_action_tmpls &&
+	    !per_entry_fwd && n && !s->trace && all_hit(s->values, n) &&
+	    forward_all(s, &p->fwd, idxs, n)) {
 		hit = n;
 		goto counted;
 	}
 	/* start loading what the hits will read: their counter shard, their
 	 * data-path state and, with actions or per-entry forwarding, the
-	 * entry's values (written out here: GCC drops a call to a function
+	 * entry's plan (written out here: GCC drops a call to a function
 	 * that only prefetches, taking it for a pure one) */
 	for (uint16_t i = 0; i < n; i++) {
-		const struct dpflow_entry *e;
+		const struct dpflow_plan_entry *e;
 		uint32_t v = s->values[i];
 
-		if (v == TABLE_MISS)
+		if (v == TABLE_MISS || v >= p->size)
 			continue;
-		if (pipe->cfg.monitor.counter)
+		if (p->counter)
 			__builtin_prefetch(
 			    &pipe->ctr[(size_t)s->worker * pipe->cfg.size + v],
 			    1, 3);
@@ -444,47 +488,49 @@ static void run_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 			DPFLOW_PREFETCH(&pipe->dp[v]);
 		if (!need_entry)
 			continue;
-		e = &pipe->entries[v];
-		DPFLOW_PREFETCH(&e->cfg.action_tmpl);
-		DPFLOW_PREFETCH(&e->cfg.action_value[0]);
-		DPFLOW_PREFETCH(&e->cfg.fwd);
+		e = &pipe->plan_entries[v];
+		DPFLOW_PREFETCH(e);
+		DPFLOW_PREFETCH((const uint8_t *)e + 64);
+		DPFLOW_PREFETCH((const uint8_t *)e + 128);
 	}
 
 	for (uint16_t i = 0; i < n; i++) {
-		uint32_t idx = idxs[i], v = s->values[i];
+		uint32_t idx = idxs[i];
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx);
-		const struct dpflow_entry *e;
-		const struct dpflow_fwd *f;
+		uint32_t v = walk_hit(p, s->values[i],
+				      dpflow_pkt_data(ctx->pool, idx), m);
+		const struct dpflow_plan_entry *e;
+		struct dpflow_plan_fwd f;
 		unsigned reason, color = DPFLOW_COLOR_GREEN;
+		uint16_t why;
 
-		if (v == TABLE_MISS ||
-		    !const_fields_match(pipe, dpflow_pkt_data(ctx->pool, idx),
-					m)) {
-			forward(ctx, s, &pipe->cfg.miss_fwd, idx, true);
+		if (v == WALK_MISS) {
+			if (DPFLOW_UNLIKELY(s->trace))
+				trace_enter(s, idx, pipe, DPFLOW_TRACE_MISS, 0,
+					    m);
+			forward(ctx, s, &p->miss, idx, true);
 			continue;
 		}
 		hit++;
-		e = &pipe->entries[v];
+		e = &pipe->plan_entries[v];
+		if (DPFLOW_UNLIKELY(s->trace))
+			trace_enter(s, idx, pipe, DPFLOW_TRACE_HIT, v, m);
 		if (pipe->monitored)
 			color = monitor_hit(ctx, s, pipe, v, &pipe->dp[v], m);
-		if (pipe->cfg.n_action_tmpls) {
-			reason = flow_actions_apply(ctx, pipe, e, idx);
+		if (DPFLOW_UNLIKELY(s->trace))
+			trace_hit(s, idx, color, p->n_action_tmpls);
+		if (p->n_action_tmpls) {
+			reason = flow_actions_apply(ctx, pipe, v, idx);
 			if (reason) {
 				drop_pkt(ctx, s, idx, reason);
 				continue;
 			}
 		}
-		f = per_entry_fwd ? &e->cfg.fwd : &pipe->cfg.fwd;
-		if (color != DPFLOW_COLOR_GREEN) {
-			f = color_fwd(pipe, f, color);
-			if (!f || (color == DPFLOW_COLOR_RED &&
-				   f->kind == DPFLOW_FWD_DROP)) {
-				drop_pkt(ctx, s, idx,
-					 DPFLOW_DROP_FLOW_METER_RED);
-				continue;
-			}
+		if (!walk_hit_fwd(p, e, color, &f, &why)) {
+			drop_pkt(ctx, s, idx, why);
+			continue;
 		}
-		forward(ctx, s, f, idx, false);
+		forward(ctx, s, &f, idx, false);
 	}
 counted:
 	__atomic_fetch_add(&pipe->pkts, n, __ATOMIC_RELAXED);
@@ -591,6 +637,8 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 	}
 	gen = __atomic_load_n(&ctx->gen, __ATOMIC_ACQUIRE);
 	s->now_ns = dpflow_clock_ns();
+	if (DPFLOW_UNLIKELY(s->trace_arm_n))
+		trace_start(s, idx, n, port);
 	root = port < ctx->n_ports ? ctx->ports[port].root : NULL;
 	if (!(flags & DPFLOW_PROCESS_PARSED))
 		dpflow_parse_burst(ctx->pool, idx, n);
@@ -599,14 +647,7 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 	for (uint16_t i = 0; i < n; i++) {
 		struct dpflow_pkt_meta *m = dpflow_pool_meta(ctx->pool, idx[i]);
 
-		/* pipeline state starts clean for every packet */
-		m->port = port;
-		m->queue = 0;
-		m->rss_hash = 0;
-		m->color = DPFLOW_COLOR_GREEN;
-		m->ct_state = 0;
-		m->ct_flags = 0;
-		memset(m->reg, 0, sizeof(m->reg));
+		walk_pkt_start(m, port);
 		if (m->drop)
 			drop_pkt(ctx, s, idx[i], m->drop);
 		else if (!in)
@@ -655,7 +696,8 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 	for (unsigned i = 0; i < s->n_handler_out; i++) {
 		struct handler_out *h = &s->handler_out[i];
 
-		h->fn(h->arg, ctx->pool, h->b.idx, h->b.n);
+		ctx->plan_handlers[h->slot].fn(ctx->plan_handlers[h->slot].arg,
+					       ctx->pool, h->b.idx, h->b.n);
 	}
 	s->n_handler_out = 0;
 	for (unsigned q = 0; q < ctx->n_rss; q++) {
@@ -674,7 +716,55 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 		dpflow_pool_free_bulk(ctx->pool, s->drop.idx, s->drop.n);
 		s->drop.n = 0;
 	}
+	s->trace = NULL;
+	s->trace_n = 0;
 	return n;
+}
+
+void dpflow_ctx_thread_trace(struct dpflow_ctx *ctx,
+			     struct dpflow_trace *traces, unsigned n)
+{
+	struct scratch *s = scratch_of(ctx);
+
+	if (!s)
+		return;
+	s->trace_arm = n ? traces : NULL;
+	s->trace_arm_n = traces && n < DPFLOW_TRACE_PKTS_MAX
+			     ? n
+			     : (traces ? DPFLOW_TRACE_PKTS_MAX : 0);
+}
+
+const char *dpflow_trace_to_name(unsigned to)
+{
+	static const char *const names[] = {"drop", "port", "pipe", "rss",
+					    "handler"};
+
+	return to < sizeof(names) / sizeof(names[0]) ? names[to] : "?";
+}
+
+const char *dpflow_trace_ct_state_name(unsigned state)
+{
+	const char *n = dpflow_ct_state_name(state);
+
+	return n ? n : "?";
+}
+
+const char *dpflow_trace_ct_drop_name(unsigned drop)
+{
+	/* enum dpflow_ct_drop */
+	static const char *const names[] = {"none",    "invalid", "full",
+					    "no_slot", "busy",	  "nat"};
+
+	return drop < sizeof(names) / sizeof(names[0]) ? names[drop] : "?";
+}
+
+const char *dpflow_trace_match_name(unsigned match)
+{
+	static const char *const names[] = {"miss",	     "hit",
+					    "tracked",	     "untrackable",
+					    "no-connection", "invalid"};
+
+	return match < sizeof(names) / sizeof(names[0]) ? names[match] : "?";
 }
 
 /* Take the lowest free counter shard id, or the shared one. */

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 
-DPFLOW_CMDS_WITH_OPTIONS = ("run", "validate", "inspect", "gen")
+DPFLOW_CMDS_WITH_OPTIONS = ("run", "validate", "trace", "inspect", "gen")
 SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "EXIT STATUS", "SEE ALSO")
 
 

@@ -19,6 +19,8 @@ static const struct command commands[] = {
     {"run", cmd_run, "run the data plane a YAML config describes"},
     {"validate", cmd_validate,
      "check a config and print what it would run, opening no port"},
+    {"trace", cmd_trace,
+     "print the way one packet of a capture takes through the pipes"},
     {"inspect", cmd_inspect,
      "print how the parser sees each packet (JSON lines)"},
     {"gen", cmd_gen, "write test traffic to a pcap file"},

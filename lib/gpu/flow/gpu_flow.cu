@@ -44,8 +44,6 @@ extern "C" {
 
 /* Mirror copies of one packet along its path, at most. */
 #define GPU_MIRRORS_MAX 8
-/* Distinct handlers (function and argument) a plan forwards to. */
-#define GPU_HANDLERS_MAX 64
 /* Handler lists of a burst before calls become immediate (pipeline.c's
  * HANDLER_LISTS: the replay hands packets over exactly as the CPU does). */
 #define REPLAY_HANDLER_LISTS 4
@@ -54,17 +52,11 @@ extern "C" {
 struct plan_pipe {
 	void *d_image;
 	size_t image_cap;
-	struct gpu_entry *d_entries, *h_entries;
+	struct dpflow_plan_entry *d_entries, *h_entries;
 	struct dpflow_edit_encap *d_encaps, *h_encaps;
 	unsigned long long *d_ctr;
 	uint8_t *live;	 /* slot live at the last sync */
 	uint64_t *carry; /* size x (pkts, bytes) carried by updates */
-};
-
-/* A handler the plan forwards to (GFWD_HANDLER's slot). */
-struct plan_handler {
-	dpflow_handler_fn fn;
-	void *arg;
 };
 
 /* Packets of a burst for one handler, handed over after the ports. */
@@ -86,8 +78,6 @@ struct dpflow_gpu_flow {
 	struct gpu_pipe *h_pipes, *d_pipes;
 	unsigned long long *d_stats; /* n_pipes x 3, then the clock word */
 	struct gpu_state *st;	     /* CT tables and meters */
-	unsigned n_handlers;
-	struct plan_handler handlers[GPU_HANDLERS_MAX];
 	struct plan_pipe pp[DPFLOW_PIPES_MAX];
 	/* per burst: staged slots, results, paths, mirror snapshots and
 	 * their records (pinned and device) */
@@ -227,64 +217,6 @@ static int unsupported(struct dpflow_error *err, const char *field,
 
 /* ---- plan building ------------------------------------------------------ */
 
-/* The plan's slot of handler @f (function and argument), added if new. */
-static int handler_slot(struct dpflow_gpu_flow *g, const struct dpflow_fwd *f)
-{
-	for (unsigned i = 0; i < g->n_handlers; i++)
-		if (g->handlers[i].fn == f->handler &&
-		    g->handlers[i].arg == f->handler_arg)
-			return (int)i;
-	if (g->n_handlers == GPU_HANDLERS_MAX)
-		return -1;
-	g->handlers[g->n_handlers].fn = f->handler;
-	g->handlers[g->n_handlers].arg = f->handler_arg;
-	return (int)g->n_handlers++;
-}
-
-static int fwd_of(struct dpflow_gpu_flow *g, const struct dpflow_fwd *f,
-		  const char *pipe, const char *field, struct gpu_fwd *out,
-		  struct dpflow_error *err)
-{
-	int slot;
-
-	memset(out, 0, sizeof(*out));
-	switch (f->kind) {
-	case DPFLOW_FWD_DROP:
-		out->kind = GFWD_DROP;
-		return 0;
-	case DPFLOW_FWD_PORT:
-		out->kind = GFWD_PORT;
-		out->target = f->port;
-		return 0;
-	case DPFLOW_FWD_PIPE:
-		out->kind = GFWD_PIPE;
-		out->target = f->pipe->id;
-		return 0;
-	case DPFLOW_FWD_PER_ENTRY:
-		out->kind = GFWD_PER_ENTRY;
-		return 0;
-	case DPFLOW_FWD_RSS:
-		out->kind = GFWD_RSS;
-		out->target = f->rss_queue;
-		out->rss_n = f->rss_n;
-		out->rss_inner = f->rss_inner;
-		return 0;
-	case DPFLOW_FWD_HANDLER:
-		slot = handler_slot(g, f);
-		if (slot < 0)
-			return dpflow_error_set(err, ENOTSUP, field,
-						"pipe '%s': more than %d "
-						"distinct handlers are not "
-						"supported on the GPU target",
-						pipe, GPU_HANDLERS_MAX);
-		out->kind = GFWD_HANDLER;
-		out->target = (uint16_t)slot;
-		return 0;
-	default:
-		return unsupported(err, field, pipe, "this forwarding kind");
-	}
-}
-
 /* What the GPU target cannot run in pipe @p's configuration. */
 static int check_pipe(const struct dpflow_pipe *p, struct dpflow_error *err)
 {
@@ -315,92 +247,22 @@ static uint32_t plan_entries(const struct dpflow_pipe *p)
 	return p->cfg.type == DPFLOW_PIPE_CT ? 1 : p->cfg.size;
 }
 
-/* The host copy of pipe @p's template part of the plan. */
-static int pipe_plan(struct dpflow_gpu_flow *g, struct dpflow_pipe *p,
-		     struct gpu_pipe *gp, struct dpflow_error *err)
+/*
+ * The host copy of pipe @p's device pipe: its part of the plan, as the CPU
+ * target walks it (the GPU's slots of metered and CT pipes are filled by
+ * gpu_flow_state.cu).
+ */
+static void pipe_plan(const struct dpflow_pipe *p, struct gpu_pipe *gp)
 {
-	const struct dpflow_pipe_cfg *c = &p->cfg;
-	unsigned k = 0;
-	int rc;
-
 	memset(gp, 0, sizeof(*gp));
-	gp->type = c->type;
-	gp->lpm_v6 = c->type == DPFLOW_PIPE_LPM && p->key_len > 4;
-	gp->counter = c->monitor.counter;
-	gp->n_action_tmpls = c->n_action_tmpls;
-	gp->key_len = p->key_len;
-	gp->n_fields = c->match.n;
-	gp->n_const = p->n_const;
-	gp->size = c->size;
-	gp->hash_seed = c->hash_seed;
-	gp->ct_inner = c->ct.inner;
-	gp->ct_lookup_only = c->ct.lookup_only;
-	gp->ct_user = c->ct.user;
-	gp->ct_user_reg = c->ct.user_reg;
-	gp->yellow_set = c->color_fwd.yellow_set;
-	gp->red_set = c->color_fwd.red_set;
-	rc = fwd_of(g, &c->fwd, p->name, "fwd", &gp->fwd, err);
-	if (!rc)
-		rc = fwd_of(g, &c->miss_fwd, p->name, "miss_fwd", &gp->miss,
-			    err);
-	if (!rc && gp->yellow_set)
-		rc = fwd_of(g, &c->color_fwd.yellow, p->name,
-			    "color_fwd.yellow", &gp->yellow, err);
-	if (!rc && gp->red_set)
-		rc = fwd_of(g, &c->color_fwd.red, p->name, "color_fwd.red",
-			    &gp->red, err);
-	if (rc)
-		return rc;
-	for (unsigned i = 0; i < c->match.n; i++) {
-		const struct dpflow_match_field *f = &c->match.f[i];
-		unsigned bytes = p->field_bytes[i];
-
-		gp->field[i] = f->field;
-		gp->per_entry[i] = f->per_entry;
-		gp->field_off[i] = p->field_off[i];
-		gp->field_bytes[i] = p->field_bytes[i];
-		gp->field_full[i] = p->field_full_mask[i];
-		memcpy(gp->value[i], f->value, 16);
-		memcpy(gp->mask[i], f->mask, 16);
-		if (!f->per_entry || (c->type != DPFLOW_PIPE_ACL &&
-				      c->type != DPFLOW_PIPE_CONTROL))
-			continue;
-		/* acl_create(): 4-, 2- and 1-byte words (3 bytes: 2 + 1) */
-		for (unsigned off = p->field_off[i]; bytes;) {
-			unsigned w = bytes >= 4 ? 4 : bytes == 3 ? 2 : bytes;
-
-			if (k == DPFLOW_ACL_FIELDS_MAX)
-				return dpflow_error_set(err, EINVAL, "match",
-							"pipe '%s': too many "
-							"acl fields",
-							p->name);
-			gp->acl_off[k] = (uint8_t)off;
-			gp->acl_bytes[k] = (uint8_t)w;
-			off += w;
-			bytes -= w;
-			k++;
-		}
-	}
-	gp->acl_n = (uint8_t)k;
-	for (unsigned t = 0; t < c->n_action_tmpls; t++) {
-		gp->tmpl[t] = c->actions[t];
-		for (unsigned i = 0; i < DPFLOW_ACTIONS_MAX; i++)
-			if (p->encaps[t][i]) {
-				gp->tmpl_encap_set[t][i] = 1;
-				gp->tmpl_encap[t][i] = *p->encaps[t][i];
-			}
-	}
-	return 0;
+	static_cast<struct dpflow_plan_pipe &>(*gp) = p->plan;
+	gp->meter_slot = 0;
+	gp->ct_slot = 0;
 }
 
 static bool pipe_has_entry_encap(const struct dpflow_pipe *p)
 {
-	for (unsigned t = 0; t < p->cfg.n_action_tmpls; t++)
-		for (unsigned i = 0; i < p->cfg.actions[t].n; i++)
-			if (p->cfg.actions[t].a[i].kind == DPFLOW_ACT_ENCAP &&
-			    p->cfg.actions[t].a[i].per_entry)
-				return true;
-	return false;
+	return p->plan_encaps != NULL;
 }
 
 static size_t image_bytes(const struct dpflow_pipe *p, const void *img)
@@ -417,42 +279,23 @@ static bool entry_live(const struct dpflow_entry *e)
 	return e->state == ENTRY_ACTIVE || e->state == ENTRY_REMOVING;
 }
 
-/* The host entry array of pipe @i from the context's entries. */
-static int entries_plan(struct dpflow_gpu_flow *g, unsigned i,
-			struct dpflow_error *err)
+/* The host entry array of pipe @i: the plan's, byte for byte. */
+static void entries_plan(struct dpflow_gpu_flow *g, unsigned i)
 {
 	struct dpflow_pipe *p = g->ctx->pipes[i];
 	struct plan_pipe *pp = &g->pp[i];
 
-	memset(pp->h_entries, 0, plan_entries(p) * sizeof(*pp->h_entries));
+	memcpy(pp->h_entries, p->plan_entries,
+	       plan_entries(p) * sizeof(*pp->h_entries));
+	if (pp->h_encaps && p->plan_encaps)
+		memcpy(pp->h_encaps, p->plan_encaps,
+		       (size_t)p->cfg.size * sizeof(*pp->h_encaps));
 	if (p->cfg.type == DPFLOW_PIPE_CT)
-		return 0;
-	for (uint32_t k = 0; k < p->cfg.size; k++) {
-		const struct dpflow_entry *e = &p->entries[k];
-		struct gpu_entry *ge = &pp->h_entries[k];
-		const struct dpflow_entry_cfg *c = &e->cfg;
-		int rc;
-
-		if (!entry_live(e))
-			continue;
-		ge->tmpl = c->action_tmpl;
-		/* the monitor resolved when the entry was published; shared
-		 * counters and aging are counted by the host's replay */
-		ge->meter = p->dp[k].meter;
-		ge->meter_shared = p->dp[k].meter_shared;
-		memcpy(ge->values, c->action_value, sizeof(ge->values));
-		if (p->cfg.fwd.kind == DPFLOW_FWD_PER_ENTRY) {
-			rc = fwd_of(g, &c->fwd, p->name, "entries.fwd",
-				    &ge->fwd, err);
-			if (rc)
-				return rc;
-		}
-		if (e->encap && pp->h_encaps) {
-			ge->has_encap = 1;
-			pp->h_encaps[k] = *e->encap;
-		}
-	}
-	return 0;
+		return;
+	/* slots no entry holds: zero, as the tables never name them */
+	for (uint32_t k = 0; k < p->cfg.size; k++)
+		if (!entry_live(&p->entries[k]))
+			memset(&pp->h_entries[k], 0, sizeof(pp->h_entries[k]));
 }
 
 /*
@@ -512,7 +355,7 @@ int dpflow_gpu_flow_sync(struct dpflow_gpu_flow *g, struct dpflow_error *err)
 		if (p->cfg.type == DPFLOW_PIPE_CT) {
 			/* its one all-zero entry; its table is
 			 * gpu_flow_state.cu's */
-			entries_plan(g, i, err);
+			entries_plan(g, i);
 			CUDA_TRY(cudaMemcpyAsync(pp->d_entries, pp->h_entries,
 						 sizeof(*pp->h_entries),
 						 cudaMemcpyHostToDevice,
@@ -532,9 +375,7 @@ int dpflow_gpu_flow_sync(struct dpflow_gpu_flow *g, struct dpflow_error *err)
 		CUDA_TRY(cudaMemcpyAsync(pp->d_image, img, bytes,
 					 cudaMemcpyHostToDevice, g->stream),
 			 "copy of a table image");
-		rc = entries_plan(g, i, err);
-		if (rc)
-			return rc;
+		entries_plan(g, i);
 		CUDA_TRY(cudaMemcpyAsync(pp->d_entries, pp->h_entries,
 					 (size_t)p->cfg.size *
 					     sizeof(*pp->h_entries),
@@ -671,7 +512,7 @@ static int plan_alloc(struct dpflow_gpu_flow *g, struct dpflow_error *err)
 		size_t size = plan_entries(p);
 
 		pp->h_entries =
-		    (struct gpu_entry *)calloc(size, sizeof(*pp->h_entries));
+		    (struct dpflow_plan_entry *)calloc(size, sizeof(*pp->h_entries));
 		pp->live = (uint8_t *)calloc(size, 1);
 		pp->carry = (uint64_t *)calloc(2 * size, sizeof(uint64_t));
 		if (pipe_has_entry_encap(p))
@@ -778,8 +619,7 @@ struct dpflow_gpu_flow *dpflow_gpu_flow_bind(struct dpflow_ctx *ctx,
 		goto fail;
 	}
 	for (unsigned i = 0; i < g->n_pipes; i++)
-		if (pipe_plan(g, ctx->pipes[i], &g->h_pipes[i], err))
-			goto fail;
+		pipe_plan(ctx->pipes[i], &g->h_pipes[i]);
 	if (mirrors_plan(g, err) || plan_alloc(g, err))
 		goto fail;
 	g->st = gpu_state_create(ctx, g->h_pipes, g->n_pipes, err);
@@ -850,7 +690,7 @@ static void replay_to_handler(struct dpflow_gpu_flow *g, unsigned slot,
 		h->n = 0;
 	}
 	if (!h) {
-		g->handlers[slot].fn(g->handlers[slot].arg, g->ctx->pool, &idx,
+		g->ctx->plan_handlers[slot].fn(g->ctx->plan_handlers[slot].arg, g->ctx->pool, &idx,
 				     1);
 		return;
 	}
@@ -1000,7 +840,7 @@ static void replay_flush(struct dpflow_gpu_flow *g, uint16_t n_drop)
 	for (unsigned k = 0; k < g->n_hout; k++) {
 		struct replay_handler *h = &g->hout[k];
 
-		g->handlers[h->slot].fn(g->handlers[h->slot].arg, pool, h->idx,
+		g->ctx->plan_handlers[h->slot].fn(g->ctx->plan_handlers[h->slot].arg, pool, h->idx,
 					h->n);
 	}
 	g->n_hout = 0;
@@ -1414,7 +1254,7 @@ struct gpu_flow_versions {
 	struct gpu_pipe *d_pipes1, *h_pipes1;
 	void *d_image1[DPFLOW_PIPES_MAX];
 	size_t image_cap1[DPFLOW_PIPES_MAX];
-	struct gpu_entry *d_entries1[DPFLOW_PIPES_MAX];
+	struct dpflow_plan_entry *d_entries1[DPFLOW_PIPES_MAX];
 	struct dpflow_edit_encap *d_encaps1[DPFLOW_PIPES_MAX];
 	unsigned long long *h_zero; /* pinned zeros: counter restarts */
 	size_t zero_n;		    /* counters in h_zero */
@@ -1441,11 +1281,11 @@ static const char *qk_refused(const struct dpflow_gpu_flow *g, unsigned i)
 		return "a shared counter";
 	if (p->cfg.monitor.aging_ms)
 		return "aging";
-	if (gp->fwd.kind == GFWD_RSS || gp->miss.kind == GFWD_RSS ||
-	    gp->yellow.kind == GFWD_RSS || gp->red.kind == GFWD_RSS)
+	if (gp->fwd.kind == PLAN_FWD_RSS || gp->miss.kind == PLAN_FWD_RSS ||
+	    gp->yellow.kind == PLAN_FWD_RSS || gp->red.kind == PLAN_FWD_RSS)
 		return "forwarding to RSS queues";
-	if (gp->fwd.kind == GFWD_HANDLER || gp->miss.kind == GFWD_HANDLER ||
-	    gp->yellow.kind == GFWD_HANDLER || gp->red.kind == GFWD_HANDLER)
+	if (gp->fwd.kind == PLAN_FWD_HANDLER || gp->miss.kind == PLAN_FWD_HANDLER ||
+	    gp->yellow.kind == PLAN_FWD_HANDLER || gp->red.kind == PLAN_FWD_HANDLER)
 		return "forwarding to a handler";
 	for (unsigned t = 0; t < gp->n_action_tmpls; t++)
 		for (unsigned a = 0; a < gp->tmpl[t].n; a++)
@@ -1458,9 +1298,9 @@ static const char *qk_refused(const struct dpflow_gpu_flow *g, unsigned i)
 			continue;
 		if (e->cfg.shared_counter || e->cfg.aging_ms)
 			return "an entry's shared counter or aging";
-		if (gp->fwd.kind == GFWD_PER_ENTRY &&
-		    (pp->h_entries[k].fwd.kind == GFWD_RSS ||
-		     pp->h_entries[k].fwd.kind == GFWD_HANDLER))
+		if (gp->fwd.kind == PLAN_FWD_PER_ENTRY &&
+		    (pp->h_entries[k].fwd.kind == PLAN_FWD_RSS ||
+		     pp->h_entries[k].fwd.kind == PLAN_FWD_HANDLER))
 			return "an entry forwarding to RSS queues or a handler";
 	}
 	return NULL;
@@ -1659,7 +1499,7 @@ static void versions_verify(struct dpflow_gpu_flow *g,
 	for (unsigned i = 0; i < g->n_pipes; i++) {
 		struct dpflow_pipe *p = g->ctx->pipes[i];
 		size_t bytes = image_bytes(p, p->images[gen]);
-		size_t eb = (size_t)p->cfg.size * sizeof(struct gpu_entry);
+		size_t eb = (size_t)p->cfg.size * sizeof(struct dpflow_plan_entry);
 		uint8_t *img = (uint8_t *)malloc(bytes);
 		uint8_t *ent = (uint8_t *)malloc(eb);
 		int ir = -2, er = -2;
@@ -1708,7 +1548,7 @@ int gpu_flow_versions_build(struct dpflow_gpu_flow *g,
 		size_t bytes = image_bytes(p, img);
 		void **d_image = copy ? &v->d_image1[i] : &pp->d_image;
 		size_t *cap = copy ? &v->image_cap1[i] : &pp->image_cap;
-		struct gpu_entry *d_entries =
+		struct dpflow_plan_entry *d_entries =
 		    copy ? v->d_entries1[i] : pp->d_entries;
 		struct dpflow_edit_encap *d_encaps =
 		    copy ? v->d_encaps1[i] : pp->d_encaps;
@@ -1731,9 +1571,7 @@ int gpu_flow_versions_build(struct dpflow_gpu_flow *g,
 		CUDA_TRY(cudaMemcpyAsync(*d_image, img, bytes,
 					 cudaMemcpyHostToDevice, g->stream),
 			 "copy of a table image");
-		rc = entries_plan(g, i, err);
-		if (rc)
-			return rc;
+		entries_plan(g, i);
 		if (qk_refused(g, i))
 			return dpflow_error_set(
 			    err, ENOTSUP, "entries",

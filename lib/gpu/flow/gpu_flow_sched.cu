@@ -109,7 +109,7 @@ __device__ static struct gpu_step *sched_step(const struct gpu_sched_args *a,
 /* The meter log entry of a metered hit. */
 __device__ static void meter_log_note(const struct gpu_sched_args *a,
 				      const struct gpu_pipe *pp, unsigned t,
-				      const struct gpu_entry *e)
+				      const struct dpflow_plan_entry *e)
 {
 	struct gpu_meter_wb *wb =
 	    &a->meter_log[(size_t)pp->meter_slot * GPU_SCHED_THREADS + t];
@@ -180,7 +180,7 @@ __device__ static void sched_pipe(struct sched_shared *s,
 		if (st)
 			v = pipe_match(pp, p, k->buf, k->m, st);
 		if (v != TABLE_MISS) {
-			const struct gpu_entry *e = &pp->entries[v];
+			const struct dpflow_plan_entry *e = &pp->entries[v];
 
 			mt = entry_meter(pp, e);
 			if (mt) {

@@ -1,0 +1,333 @@
+/*
+ * The per-packet pipe walk, once, for both targets (DPF_HD: the common
+ * subset of C11 and CUDA C++).
+ *
+ * A packet's visit of a pipe is made of these steps over the plan
+ * (plan.h): start (the pipeline state of a received packet), the key and
+ * the constant fields of the match template, the lookup of one key (the
+ * GPU's; the CPU looks a burst's keys up in bulk through the table kind),
+ * the entry's actions, the forwarding of a hit (per entry, by colour),
+ * the forwarding's outcome (a next pipe, a port, an RSS queue, a handler
+ * or a drop reason), and around the connection tracker of a CT pipe the
+ * packet it tracks and the metadata it writes. The CPU pipeline
+ * (pipeline.c) and the GPU kernels (lib/gpu/flow) call these and nothing
+ * else to decide what happens to a packet; what they add is their own
+ * scheduling (bursts of a pipe on the CPU, a thread a packet on the GPU)
+ * and their own bookkeeping (counters, meters, mirror copies).
+ */
+#ifndef DPFLOW_FLOW_WALK_IMPL_H
+#define DPFLOW_FLOW_WALK_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "dpflow/meta.h"
+#include "flow/ct_impl.h"
+#include "flow/field_impl.h"
+#include "flow/flow_actions_impl.h"
+#include "flow/hash_impl.h"
+#include "flow/plan.h"
+#include "flow/table_acl_impl.h"
+#include "flow/table_exact_impl.h"
+#include "flow/table_lpm_impl.h"
+
+#define WALK_MISS UINT32_MAX
+
+/* Where a forwarding sends a packet (walk_fwd()). */
+enum walk_to {
+	WALK_TO_DROP = 0, /* dropped: the value is the reason */
+	WALK_TO_PORT,	  /* out of port value */
+	WALK_TO_PIPE,	  /* into pipe value */
+	WALK_TO_RSS,	  /* onto software queue value */
+	WALK_TO_HANDLER,  /* to the context's handler slot value */
+};
+
+/* A received packet's pipeline state starts clean. */
+DPF_HD static inline void walk_pkt_start(struct dpflow_pkt_meta *m,
+					 uint16_t port)
+{
+	m->port = port;
+	m->queue = 0;
+	m->rss_hash = 0;
+	m->color = DPFLOW_COLOR_GREEN;
+	m->ct_state = 0;
+	m->ct_flags = 0;
+	for (unsigned k = 0; k < DPFLOW_META_REGS; k++)
+		m->reg[k] = 0;
+}
+
+/* Does the packet carry the template's constant field values? */
+DPF_HD static inline bool walk_const_match(const struct dpflow_plan_pipe *p,
+					   const uint8_t *frame,
+					   const struct dpflow_pkt_meta *m)
+{
+	if (!p->n_const)
+		return true;
+	for (unsigned i = 0; i < p->n_fields; i++) {
+		uint8_t v[16];
+
+		if (p->per_entry[i])
+			continue;
+		dpflow_field_get(frame, m, p->field[i], v);
+		for (unsigned b = 0; b < p->field_bytes[i]; b++)
+			if ((v[b] ^ p->value[i][b]) & p->mask[i][b])
+				return false;
+	}
+	return true;
+}
+
+/*
+ * The per-entry key of the packet into @key (template masks applied).
+ * Bytes past the fields are left as they are: tables read keys in whole
+ * words, so the caller clears them (walk_key_clear()).
+ */
+DPF_HD static inline void walk_key_build(const struct dpflow_plan_pipe *p,
+					 const uint8_t *frame,
+					 const struct dpflow_pkt_meta *m,
+					 uint8_t *key)
+{
+	for (unsigned i = 0; i < p->n_fields; i++) {
+		uint8_t *k = key + p->field_off[i];
+
+		if (!p->per_entry[i])
+			continue;
+		dpflow_field_get(frame, m, p->field[i], k);
+		if (p->field_full[i])
+			continue;
+		for (unsigned b = 0; b < p->field_bytes[i]; b++)
+			k[b] &= p->mask[i][b];
+	}
+}
+
+/* Bytes of a key buffer the tables read: the key rounded up to words. */
+DPF_HD static inline unsigned walk_key_span(const struct dpflow_plan_pipe *p)
+{
+	return (p->key_len + 7u) & ~7u;
+}
+
+DPF_HD static inline uint32_t walk_be_n(const uint8_t *k, unsigned bytes)
+{
+	uint32_t v = 0;
+
+	for (unsigned i = 0; i < bytes; i++)
+		v = v << 8 | k[i];
+	return v;
+}
+
+/* The HASH pipe's slot of @key. */
+DPF_HD static inline uint32_t walk_hash_slot(const struct dpflow_plan_pipe *p,
+					     const uint8_t *key)
+{
+	return dpflow_hash32_impl(key, p->key_len, p->hash_seed) % p->size;
+}
+
+/*
+ * The entry the table image @image of pipe @p gives @key, or WALK_MISS:
+ * one key (the GPU's lookup; the CPU's table kinds look up bursts with
+ * the same *_impl.h code).
+ */
+DPF_HD static inline uint32_t walk_lookup_one(const struct dpflow_plan_pipe *p,
+					      const void *image,
+					      const uint8_t *key)
+{
+	switch (p->type) {
+	case DPFLOW_PIPE_BASIC:
+		return dpflow_exact_lookup_impl(
+		    (const struct dpflow_exact_image *)image, key);
+	case DPFLOW_PIPE_LPM:
+		if (p->lpm_v6) /* the key is zero-padded to 16 bytes */
+			return dpflow_lpm6_lookup_impl(
+			    (const struct dpflow_lpm6_image *)image, key);
+		return dpflow_lpm4_lookup_impl(
+		    (const struct dpflow_lpm4_image *)image, walk_be_n(key, 4));
+	case DPFLOW_PIPE_CONTROL:
+	case DPFLOW_PIPE_ACL: {
+		uint32_t words[DPFLOW_ACL_FIELDS_MAX];
+
+		for (unsigned f = 0; f < p->acl_n; f++)
+			words[f] =
+			    walk_be_n(key + p->acl_off[f], p->acl_bytes[f]);
+		return dpflow_acl_lookup_impl(
+		    (const struct dpflow_acl_image *)image, words);
+	}
+	case DPFLOW_PIPE_HASH:
+		return ((const uint32_t *)image)[walk_hash_slot(p, key)];
+	default:
+		return WALK_MISS;
+	}
+}
+
+/*
+ * A lookup's answer @v for a packet: the entry, or WALK_MISS when the
+ * table missed, the answer is out of range, or the packet's constant
+ * fields differ.
+ */
+DPF_HD static inline uint32_t walk_hit(const struct dpflow_plan_pipe *p,
+				       uint32_t v, const uint8_t *frame,
+				       const struct dpflow_pkt_meta *m)
+{
+	if (v == WALK_MISS || v >= p->size || !walk_const_match(p, frame, m))
+		return WALK_MISS;
+	return v;
+}
+
+/*
+ * Run entry @e's action template of pipe @p on the packet (metadata @m,
+ * slot buffer @buf), from action *@pos; @entry_encap is the entry's own
+ * encapsulation (a per-entry ENCAP) or NULL. Returns 0, a drop reason, or
+ * FLOW_ACT_MIRROR with *@pos at a MIRROR action: the caller copies the
+ * packet out of the action's port and calls again from *@pos + 1.
+ */
+DPF_HD static inline unsigned
+walk_actions(const struct dpflow_plan_pipe *p,
+	     const struct dpflow_plan_entry *e,
+	     const struct dpflow_edit_encap *entry_encap,
+	     struct dpflow_pkt_meta *m, uint8_t *buf, unsigned *pos)
+{
+	const struct dpflow_edit_encap *te[DPFLOW_ACTIONS_MAX];
+	unsigned tn = e->tmpl;
+
+	if (!p->n_action_tmpls)
+		return 0;
+	if (tn >= p->n_action_tmpls)
+		return DPFLOW_DROP_EDIT_BAD_ACTION;
+	for (unsigned a = 0; a < DPFLOW_ACTIONS_MAX; a++)
+		te[a] = p->tmpl_encap_set[tn][a] ? &p->tmpl_encap[tn][a] : NULL;
+	return flow_actions_run_impl(m, buf, &p->tmpl[tn],
+				     (const uint8_t(*)[16])e->values, te,
+				     e->has_encap ? entry_encap : NULL, pos);
+}
+
+/* The port of the MIRROR action at @pos of entry @e's template. */
+DPF_HD static inline uint16_t
+walk_mirror_port(const struct dpflow_plan_pipe *p,
+		 const struct dpflow_plan_entry *e, unsigned pos)
+{
+	return p->tmpl[e->tmpl].a[pos].port;
+}
+
+/*
+ * The forwarding of a hit of entry @e with colour @color: *@f, or false
+ * with *@reason when the packet is dropped as red.
+ */
+DPF_HD static inline bool walk_hit_fwd(const struct dpflow_plan_pipe *p,
+				       const struct dpflow_plan_entry *e,
+				       unsigned color,
+				       struct dpflow_plan_fwd *f,
+				       uint16_t *reason)
+{
+	*f = p->fwd.kind == PLAN_FWD_PER_ENTRY ? e->fwd : p->fwd;
+	if (color == DPFLOW_COLOR_GREEN)
+		return true;
+	if (color == DPFLOW_COLOR_YELLOW) {
+		if (p->yellow_set)
+			*f = p->yellow;
+		return true;
+	}
+	if (!p->red_set || p->red.kind == PLAN_FWD_DROP) {
+		*reason = DPFLOW_DROP_FLOW_METER_RED;
+		return false;
+	}
+	*f = p->red;
+	return true;
+}
+
+/*
+ * Where forwarding @f (@miss: a pipe's miss forwarding) sends the packet:
+ * returns enum walk_to with *@value the port, pipe, queue, handler slot or
+ * drop reason. RSS sets meta.rss_hash and meta.queue: a NIC's 128-entry
+ * redirection table filled round robin, the hash's low 7 bits pick the
+ * entry.
+ */
+DPF_HD static inline unsigned walk_fwd(const struct dpflow_plan_fwd *f,
+				       bool miss, struct dpflow_pkt_meta *m,
+				       uint16_t *value)
+{
+	switch (f->kind) {
+	case PLAN_FWD_PORT:
+		*value = f->target;
+		return WALK_TO_PORT;
+	case PLAN_FWD_PIPE:
+		*value = f->target;
+		return WALK_TO_PIPE;
+	case PLAN_FWD_RSS: {
+		const struct dpflow_hdr *h =
+		    f->rss_inner && m->tun_type ? &m->inner : &m->outer;
+
+		m->rss_hash = dpflow_rss_hash_hdr(h);
+		m->queue =
+		    (uint16_t)(f->target +
+			       (m->rss_hash & 127) % (f->rss_n ? f->rss_n : 1));
+		*value = m->queue;
+		return WALK_TO_RSS;
+	}
+	case PLAN_FWD_HANDLER:
+		*value = f->target;
+		return WALK_TO_HANDLER;
+	default:
+		*value = (uint16_t)(miss ? DPFLOW_DROP_FLOW_MISS_DROP
+					 : DPFLOW_DROP_FLOW_FWD_DROP);
+		return WALK_TO_DROP;
+	}
+}
+
+/*
+ * CT pipe @p, before its tracker: clears meta.ct_state and ct_flags and
+ * fills the tracked packet @cp and the user value a new connection takes
+ * (*@user_new). False when the packet cannot be tracked (constant fields
+ * differ, not IP, a later fragment): it takes the miss forwarding.
+ */
+DPF_HD static inline bool walk_ct_begin(const struct dpflow_plan_pipe *p,
+					const uint8_t *frame,
+					struct dpflow_pkt_meta *m,
+					struct dpflow_ct_pkt *cp,
+					uint32_t *user_new)
+{
+	const struct dpflow_hdr *h =
+	    p->ct_inner && m->tun_type ? &m->inner : &m->outer;
+
+	m->ct_state = 0;
+	m->ct_flags = 0;
+	if (!walk_const_match(p, frame, m) || !dpflow_ct_pkt_from_hdr(h, cp))
+		return false;
+	*user_new = p->ct_user ? m->reg[p->ct_user_reg & 3] : 0;
+	return true;
+}
+
+/* What a CT pipe's tracker said of a packet (walk_ct_end()). */
+enum walk_ct_outcome {
+	WALK_CT_TRACKED = 0, /* actions, then the pipe's forwarding */
+	WALK_CT_NOCONN,	     /* no connection (refused): miss forwarding */
+	WALK_CT_INVALID,     /* the state machine said invalid: miss */
+};
+
+/*
+ * CT pipe @p, after its tracker said @r: meta.ct_state, ct_flags and the
+ * user register. Returns enum walk_ct_outcome.
+ */
+DPF_HD static inline unsigned walk_ct_end(const struct dpflow_plan_pipe *p,
+					  struct dpflow_pkt_meta *m,
+					  const struct dpflow_ct_result *r)
+{
+	if (r->conn == DPFLOW_TABLE_MISS) {
+		m->ct_state = 0;
+		return WALK_CT_NOCONN;
+	}
+	m->ct_state = r->state;
+	if (r->flags & DPFLOW_CT_R_INVALID)
+		return WALK_CT_INVALID;
+	m->ct_flags =
+	    (uint8_t)((r->flags & DPFLOW_CT_R_NEW ? DPFLOW_META_CT_NEW : 0) |
+		      (r->dir == DPFLOW_CT_DIR_REPLY ? DPFLOW_META_CT_REPLY
+						     : 0) |
+		      (r->flags & DPFLOW_CT_R_IGNORED ? DPFLOW_META_CT_IGNORED
+						      : 0) |
+		      (r->flags & DPFLOW_CT_R_REOPEN ? DPFLOW_META_CT_REOPEN
+						     : 0));
+	if (p->ct_user)
+		m->reg[p->ct_user_reg & 3] = r->user;
+	return WALK_CT_TRACKED;
+}
+
+#endif /* DPFLOW_FLOW_WALK_IMPL_H */
