@@ -41,6 +41,9 @@ int bench_lpm(int argc, char **argv);
 int bench_txtime(int argc, char **argv);
 /* `dpflow bench mem`: random line lookups, the memory system's ceiling */
 int bench_mem(int argc, char **argv);
+/* `dpflow bench maglev`: a Maglev pipe's rebuild per batch and lookups,
+ * beside a plain hash pipe. */
+int bench_maglev(int argc, char **argv);
 
 /* `dpflow bench exact-1m|acl-10k --target gpu` (bench_gpu.c, built with
  * the GPU target): @argv without --target. */

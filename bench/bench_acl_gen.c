@@ -203,11 +203,13 @@ void bench_acl_gen_pkt_key(struct bench_acl_gen *g,
 	if (k[0] != 6 && k[0] != 17)
 		k[0] = bench_rng_below(&g->rng, 2) ? 17 : 6;
 	/*
-	 * UDP to the VXLAN or GENEVE port is a tunnel to the parser, and a
-	 * 64-byte frame holds no whole inner packet: it would be dropped
-	 * before any table (the GPU bench counted those drops as misses, the
-	 * CPU harness freed slots it still used). Such a packet goes as TCP;
-	 * no draw is added, so every other packet stays as it was.
+	 * UDP to the VXLAN or GENEVE port was a tunnel to the parser, and a
+	 * 64-byte frame holds no whole inner packet: it was dropped before
+	 * any table (the GPU bench counted those drops as misses, the CPU
+	 * harness freed slots it still used). Such a packet goes as TCP, so
+	 * the traffic and the published figures stay as they were (since
+	 * issue 23 the parser passes it on as plain UDP); no draw is added,
+	 * so every other packet stays as it was.
 	 */
 	if (k[0] == DPFLOW_IPPROTO_UDP &&
 	    (k[4] == DPFLOW_UDP_PORT_VXLAN || k[4] == DPFLOW_UDP_PORT_GENEVE))

@@ -13,6 +13,13 @@
  *    lookup, state machine, a control-word write when the millisecond or
  *    the state changes; the clock advances 1 us a burst); each trial runs
  *    --seconds, the best of --trials is reported. Every packet must hit.
+ * --values gives every new connection a value block (backend and four
+ * registers) and copies the connection's value for every packet
+ * (dpflow_ct_track_burst with init blocks and value copies); --nat also
+ * binds each new connection's source from a port pool (one address,
+ * ports 1024-65535) and its destination to one of 64 backends, and half
+ * of the established stream are replies to the translated tuple (found
+ * through the connection's reply key). The peer runs with neither.
  * When built with DPDK, the peer is rte_hash (bench_ct_dpdk.c: CRC32
  * hash, entries = flows) on the same 40-byte canonical keys, prebuilt:
  * rte_hash_add_key_data() for create, rte_hash_lookup_bulk_data() over the
@@ -46,6 +53,8 @@ struct ct_opts {
 	bool tcp;
 	bool peer;
 	uint64_t seed;
+	bool values; /* init blocks and value copies */
+	bool nat;    /* and NAT bindings, half the stream replies */
 };
 
 static uint64_t rng_next(uint64_t *s)
@@ -74,11 +83,50 @@ static void flow_pkt(uint32_t f, bool rev, bool tcp, uint8_t flags,
 	p->tcp_flags = flags;
 }
 
-/* Create every flow's connection; the TSC ticks it took. */
+/* Flow @f's init block (--values, --nat). */
+static void flow_init(uint32_t f, bool nat, struct dpflow_ct_value *v)
+{
+	uint32_t be = htonl(0x0aff0001u + f % 64);
+
+	memset(v, 0, sizeof(*v));
+	v->flags = DPFLOW_CT_VAL_BACKEND | DPFLOW_CT_VAL_REG(0) |
+		   DPFLOW_CT_VAL_REG(1) | DPFLOW_CT_VAL_REG(2) |
+		   DPFLOW_CT_VAL_REG(3);
+	v->backend = f % 64;
+	for (unsigned i = 0; i < 4; i++)
+		v->reg[i] = f * 4 + i;
+	if (nat) {
+		v->flags |= DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_POOL |
+			    DPFLOW_CT_VAL_DNAT;
+		v->pool = 0;
+		memcpy(v->nat_dst, &be, 4);
+		v->nat_dport = 8080;
+	}
+}
+
+/* The backend's reply to binding @v. */
+static void reply_pkt(const struct dpflow_ct_value *v, bool tcp,
+		      struct dpflow_ct_pkt *p)
+{
+	memset(p, 0, sizeof(*p));
+	memcpy(p->src, v->nat_dst, 16);
+	memcpy(p->dst, v->nat_src, 16);
+	p->sport = v->nat_dport;
+	p->dport = v->nat_sport;
+	p->proto = tcp ? 6 : 17;
+	p->family = 4;
+	p->tcp_flags = DPFLOW_TCP_ACK;
+}
+
+/*
+ * Create every flow's connection; the TSC ticks it took. With @init,
+ * each gets its init block and @vals (one per flow) its value.
+ */
 static uint64_t fill(struct dpflow_ct_image *ct,
 		     const struct dpflow_ct_pkt *first, uint32_t n,
 		     uint32_t burst, struct dpflow_ct_result *res,
-		     uint32_t *created)
+		     const struct dpflow_ct_value *const *init,
+		     struct dpflow_ct_value *vals, uint32_t *created)
 {
 	uint64_t start = dpflow_tsc(), ticks;
 	uint32_t made = 0;
@@ -86,8 +134,12 @@ static uint64_t fill(struct dpflow_ct_image *ct,
 	for (uint32_t i = 0; i < n; i += burst) {
 		uint16_t m = (uint16_t)(n - i < burst ? n - i : burst);
 
-		dpflow_ct_process_burst(ct, first + i, m, 1000000000ull, NULL,
-					res);
+		if (init)
+			dpflow_ct_track_burst(ct, first + i, m, 1000000000ull,
+					      NULL, init + i, res, vals + i);
+		else
+			dpflow_ct_process_burst(ct, first + i, m, 1000000000ull,
+						NULL, res);
 		for (uint16_t j = 0; j < m; j++)
 			made += res[j].flags == DPFLOW_CT_R_NEW;
 	}
@@ -102,32 +154,60 @@ static int run(const struct ct_opts *o)
 	struct dpflow_error err = {0};
 	struct dpflow_ct_pkt *first = NULL, *stream = NULL;
 	struct dpflow_ct_result res[DPFLOW_BURST_MAX];
+	struct dpflow_ct_value svals[DPFLOW_BURST_MAX];
+	struct dpflow_ct_value *inits = NULL, *vals = NULL;
+	const struct dpflow_ct_value **ip = NULL;
 	struct dpflow_ct_image *ct = NULL;
 	struct bench_result cr = {0}, est = {0};
 	uint8_t *keys = NULL, *skeys = NULL;
+	uint32_t *sflow = NULL;
 	uint64_t s = o->seed;
+	bool values = o->values || o->nat;
 	size_t size;
 	int rc = 1;
 
 	dpflow_ct_params_default(&prm, o->flows);
 	prm.seed = o->seed;
-	size = dpflow_ct_image_size(o->flows);
+	if (o->nat) {
+		uint32_t a = htonl(0xc6120001u); /* 198.18.0.1 */
+
+		prm.flags |= DPFLOW_CT_F_NAT;
+		prm.n_pools = 1;
+		prm.pools[0].family = 4;
+		prm.pools[0].n_addrs = 1;
+		memcpy(prm.pools[0].addr[0], &a, 4);
+		prm.pools[0].port_lo = 1024;
+		prm.pools[0].port_hi = 65535;
+	}
+	size = dpflow_ct_image_size_params(&prm);
 	ct = dpflow_ct_create(&prm, &err);
 	first = calloc(o->flows, sizeof(*first));
 	stream = calloc(o->stream, sizeof(*stream));
+	sflow = calloc(o->stream, sizeof(*sflow));
 	keys = calloc(o->flows, sizeof(struct dpflow_ct_key));
 	skeys = calloc(o->stream, sizeof(struct dpflow_ct_key));
-	if (!ct || !first || !stream || !keys || !skeys) {
+	if (values) {
+		inits = calloc(o->flows, sizeof(*inits));
+		vals = calloc(o->flows, sizeof(*vals));
+		ip = calloc(o->flows, sizeof(*ip));
+	}
+	if (!ct || !first || !stream || !sflow || !keys || !skeys ||
+	    (values && (!inits || !vals || !ip))) {
 		fprintf(stderr, "bench ct: out of memory %s\n", err.msg);
 		goto out;
 	}
 	for (uint32_t f = 0; f < o->flows; f++) {
 		flow_pkt(f, false, o->tcp, DPFLOW_TCP_SYN, &first[f]);
 		dpflow_ct_key_make(&first[f], (struct dpflow_ct_key *)keys + f);
+		if (values) {
+			flow_init(f, o->nat, &inits[f]);
+			ip[f] = &inits[f];
+		}
 	}
 	for (uint32_t i = 0; i < o->stream; i++) {
 		uint32_t f = (uint32_t)(rng_next(&s) % o->flows);
 
+		sflow[i] = f;
 		flow_pkt(f, rng_next(&s) & 1, o->tcp, DPFLOW_TCP_ACK,
 			 &stream[i]);
 		dpflow_ct_key_make(&stream[i],
@@ -143,7 +223,8 @@ static int run(const struct ct_opts *o)
 			fprintf(stderr, "bench ct: %s\n", err.msg);
 			goto out;
 		}
-		ticks = fill(ct, first, o->flows, o->burst, res, &made);
+		ticks =
+		    fill(ct, first, o->flows, o->burst, res, ip, vals, &made);
 		if (made != o->flows) {
 			fprintf(stderr, "bench ct: %u of %u flows created\n",
 				made, o->flows);
@@ -155,6 +236,11 @@ static int run(const struct ct_opts *o)
 		}
 	}
 
+	/* --nat: the reverse half of the stream answers the bindings */
+	for (uint32_t i = 0; o->nat && i < o->stream; i++)
+		if (stream[i].sport == 443)
+			reply_pkt(&vals[sflow[i]], o->tcp, &stream[i]);
+
 	/* established: the stream over the full table */
 	for (unsigned t = 0; t < o->trials; t++) {
 		uint64_t budget =
@@ -165,9 +251,16 @@ static int run(const struct ct_opts *o)
 
 		while (now - start < budget) {
 			for (unsigned r = 0; r < 16; r++) {
-				dpflow_ct_process_burst(ct, stream + pos,
-							(uint16_t)o->burst,
-							clock_ns, NULL, res);
+				if (values)
+					dpflow_ct_track_burst(
+					    ct, stream + pos,
+					    (uint16_t)o->burst, clock_ns, NULL,
+					    NULL, res, svals);
+				else
+					dpflow_ct_process_burst(
+					    ct, stream + pos,
+					    (uint16_t)o->burst, clock_ns, NULL,
+					    res);
 				for (uint32_t j = 0; j < o->burst; j++)
 					miss +=
 					    res[j].conn == DPFLOW_TABLE_MISS;
@@ -193,7 +286,7 @@ static int run(const struct ct_opts *o)
 	}
 
 #ifdef DPFLOW_HAVE_DPDK
-	if (o->peer && o->burst <= 64) {
+	if (o->peer && o->burst <= 64 && !values) {
 		double ins_s = 0, peer_best = 0;
 		struct bench_dpdk_ct *e = bench_dpdk_ct_create(
 		    keys, o->flows, sizeof(struct dpflow_ct_key), o->trials,
@@ -229,8 +322,17 @@ static int run(const struct ct_opts *o)
 	}
 #endif
 	cr.workload = est.workload = "ct";
-	cr.variant = o->tcp ? "create-tcp" : "create-udp";
-	est.variant = o->tcp ? "established-tcp" : "established-udp";
+	cr.variant = o->nat ? (o->tcp ? "create-tcp-nat" : "create-udp-nat")
+		     : o->values
+			 ? (o->tcp ? "create-tcp-values" : "create-udp-values")
+		     : o->tcp ? "create-tcp"
+			      : "create-udp";
+	est.variant =
+	    o->nat ? (o->tcp ? "established-tcp-nat" : "established-udp-nat")
+	    : o->values
+		? (o->tcp ? "established-tcp-values" : "established-udp-values")
+	    : o->tcp ? "established-tcp"
+		     : "established-udp";
 	cr.seconds = (double)cr.tsc_cycles / (double)dpflow_tsc_hz();
 	est.seconds = (double)est.tsc_cycles / (double)dpflow_tsc_hz();
 	bench_report_header();
@@ -238,6 +340,10 @@ static int run(const struct ct_opts *o)
 	bench_report(&est);
 	rc = 0;
 out:
+	free(ip);
+	free(vals);
+	free(inits);
+	free(sflow);
 	free(skeys);
 	free(keys);
 	free(stream);
@@ -252,7 +358,8 @@ static void usage(FILE *out)
 	    out,
 	    "usage: dpflow bench ct [--flows N] [--stream N] [--burst N]\n"
 	    "                       [--seconds S] [--trials N] [--tcp]\n"
-	    "                       [--seed N] [--no-peer]\n"
+	    "                       [--seed N] [--no-peer] [--values] "
+	    "[--nat]\n"
 	    "\n"
 	    "Connection tracking on this core: create --flows connections,\n"
 	    "then track a stream of packets of them. Best of the trials.\n"
@@ -267,7 +374,12 @@ static void usage(FILE *out)
 	    "  --trials N   trials per workload (default 5)\n"
 	    "  --tcp        TCP flows (SYN, then ACKs) instead of UDP\n"
 	    "  --seed N     flow order and hash seed (default 1)\n"
-	    "  --no-peer    skip the DPDK rte_hash peer\n");
+	    "  --no-peer    skip the DPDK rte_hash peer\n"
+	    "  --values     value blocks: set at create, copied for every\n"
+	    "               packet (no peer)\n"
+	    "  --nat        --values with a NAT binding per connection\n"
+	    "               (pool and 64 backends); half the stream are\n"
+	    "               replies to the bindings (no peer)\n");
 }
 
 int bench_ct(int argc, char **argv)
@@ -281,10 +393,13 @@ int bench_ct(int argc, char **argv)
 	    {"seed", required_argument, NULL, 'r'},
 	    {"tcp", no_argument, NULL, 'T'},
 	    {"no-peer", no_argument, NULL, 'n'},
+	    {"values", no_argument, NULL, 'V'},
+	    {"nat", no_argument, NULL, 'N'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct ct_opts o = {1000000, 1u << 20, 32, 0.5, 5, false, true, 1};
+	struct ct_opts o = {1000000, 1u << 20, 32, 0.5,	  5,
+			    false,   true,     1,  false, false};
 	char *end;
 	int c, li = 0;
 
@@ -300,11 +415,15 @@ int bench_ct(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		if (c == 'n' || c == 'T') {
+		if (c == 'n' || c == 'T' || c == 'V' || c == 'N') {
 			if (c == 'n')
 				o.peer = false;
-			else
+			else if (c == 'T')
 				o.tcp = true;
+			else if (c == 'V')
+				o.values = true;
+			else
+				o.nat = true;
 			continue;
 		}
 		if (c == 's') {

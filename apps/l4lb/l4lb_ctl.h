@@ -1,6 +1,8 @@
 /*
- * The balancer's control requests and health checks, for `dpflow run`'s
- * control thread (docs/apps/l4lb.md).
+ * The balancer's control requests, metrics and health checks, for the
+ * control thread of the run (docs/apps/l4lb.md): the app's request,
+ * metrics and tick ops (lb_app.c), usable directly as a
+ * dpflow_ctl_hooks.request and a dpflow_metrics_app() render.
  */
 #ifndef DPFLOW_L4LB_CTL_H
 #define DPFLOW_L4LB_CTL_H

@@ -12,8 +12,9 @@
 
 #include "dpflow/clock.h"
 
+#include "dpflow/maglev.h"
+
 #include "l4lb/lb_internal.h"
-#include "l4lb/maglev.h"
 
 static const uint8_t zero_mac[6];
 
@@ -112,7 +113,7 @@ struct l4lb *l4lb_create(struct dpflow_ctx *ctx, const struct l4lb_cfg *cfg,
 		dpflow_error_set(err, EINVAL, "port", "no such port");
 		return NULL;
 	}
-	if (cfg->maglev_size && !l4lb_is_prime(cfg->maglev_size)) {
+	if (cfg->maglev_size && !dpflow_maglev_is_prime(cfg->maglev_size)) {
 		dpflow_error_set(err, EINVAL, "maglev_size",
 				 "%" PRIu32 " is not a prime",
 				 cfg->maglev_size);
@@ -126,7 +127,7 @@ struct l4lb *l4lb_create(struct dpflow_ctx *ctx, const struct l4lb_cfg *cfg,
 	lb->ctx = ctx;
 	lb->cfg = *cfg;
 	if (!lb->cfg.maglev_size)
-		lb->cfg.maglev_size = L4LB_MAGLEV_SIZE_DEFAULT;
+		lb->cfg.maglev_size = DPFLOW_MAGLEV_SIZE_DEFAULT;
 	if (!lb->cfg.conn_entries)
 		lb->cfg.conn_entries = L4LB_CONN_TABLE_DEFAULT;
 	lb->view = view_alloc();
@@ -452,8 +453,8 @@ void lb_endpoint_str(const struct l4lb_addr *a, uint16_t port,
 static int maglev_rebuild(struct l4lb *lb, struct lb_view *v, unsigned s,
 			  struct dpflow_error *err)
 {
-	struct l4lb_maglev_backend *mb = NULL;
-	char(*names)[L4LB_MAGLEV_NAME_MAX] = NULL;
+	struct dpflow_maglev_member *mb = NULL;
+	char(*names)[DPFLOW_MAGLEV_NAME_MAX] = NULL;
 	uint32_t *ids = NULL, *table = NULL, n = 0, m = lb->cfg.maglev_size;
 	int rc = -ENOMEM;
 
@@ -483,7 +484,7 @@ static int maglev_rebuild(struct l4lb *lb, struct lb_view *v, unsigned s,
 	table = malloc((size_t)m * sizeof(*table));
 	if (!table)
 		goto out;
-	rc = l4lb_maglev_build(mb, n, m, table);
+	rc = dpflow_maglev_build(mb, n, m, table);
 	if (rc) {
 		dpflow_error_set(err, -rc, "backends",
 				 "Maglev table of %s: error %d",
@@ -686,6 +687,11 @@ static void describe_endpoint(const struct l4lb_addr *a, uint16_t port,
 void l4lb_describe(const struct l4lb *lb, FILE *out)
 {
 	fprintf(out, "apps:\n  l4lb:\n");
+	lb_describe_services(lb, out);
+}
+
+void lb_describe_services(const struct l4lb *lb, FILE *out)
+{
 	for (unsigned s = 0; s < L4LB_SERVICES_MAX; s++) {
 		const struct l4lb_service_cfg *c = l4lb_service_cfg(lb, (int)s);
 		char ep[LB_ENDPOINT_LEN];

@@ -1,23 +1,24 @@
 /*
  * The balancer's control requests (docs/apps/l4lb.md), served through the
- * control socket's application hook (ctl.h): JSON in, JSON out. A request
- * that fails changes nothing: edits go to the unpublished view, which is
- * dropped on error, and l4lb_commit() publishes all of a request or none.
+ * app's request op (dpflow/app.h; the control socket hands it every
+ * "l4lb.*" request): JSON in, JSON out. A request that fails changes
+ * nothing: edits go to the unpublished view, which is dropped on error,
+ * and l4lb_commit() publishes all of a request or none.
  *
- *   l4lb.services                                  services, backends, counters
- *   l4lb.service.add    {service: {...}}           a service mapping (YAML
- * keys) l4lb.service.rm     {name} l4lb.backend.add    {service, backend:
- * {...}} l4lb.backend.rm     {service, addr, port} l4lb.backend.set {service,
- * addr, port, weight}   weight 0 drains
+ *   l4lb.services       services, backends, counters
+ *   l4lb.service.add    {service: {...}}: a service mapping (YAML keys)
+ *   l4lb.service.rm     {name}
+ *   l4lb.backend.add    {service, backend: {...}}
+ *   l4lb.backend.rm     {service, addr, port}
+ *   l4lb.backend.set    {service, addr, port, weight}: weight 0 drains
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
-#include "ctl/yaml_doc.h"
+#include "dpflow/config_node.h"
 #include "dpflow/metrics.h"
 
 #include "l4lb/l4lb_config.h"
@@ -110,43 +111,31 @@ static json_t *services_json(const struct l4lb *lb)
 	return o;
 }
 
-/* Parse @v (a JSON object) as a YAML node with the config's parsers. */
+/* @v (a JSON object) as a config node, for the config's parsers. */
 struct yjson {
-	struct ydoc d;
-	struct ynode root;
-	bool loaded;
+	struct dpflow_cfg_doc *doc;
+	struct dpflow_cfg_node root;
 };
 
 static int yjson_load(struct yjson *y, json_t *v, const char *path,
 		      struct dpflow_error *err)
 {
-	yaml_parser_t parser;
 	char *text = json_dumps(v, JSON_COMPACT);
-	int ok;
 
 	memset(y, 0, sizeof(*y));
-	y->d.file = "request";
-	y->d.err = err;
 	if (!text)
 		return dpflow_error_set(err, ENOMEM, NULL, "out of memory");
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
-				     strlen(text));
-	ok = yaml_parser_load(&parser, &y->d.doc);
-	yaml_parser_delete(&parser);
+	y->doc = dpflow_cfg_doc_parse(text, strlen(text), "request", err);
 	free(text);
-	if (!ok)
+	if (!y->doc)
 		return dpflow_error_set(err, EINVAL, path, "not an object");
-	y->loaded = true;
-	y->root.n = yaml_document_get_root_node(&y->d.doc);
-	snprintf(y->root.path, sizeof(y->root.path), "%s", path);
+	dpflow_cfg_doc_root(y->doc, path, &y->root);
 	return 0;
 }
 
 static void yjson_free(struct yjson *y)
 {
-	if (y->loaded)
-		yaml_document_delete(&y->d.doc);
+	dpflow_cfg_doc_free(y->doc);
 }
 
 static int need_keys(json_t *in, const char *const *keys,
@@ -236,7 +225,7 @@ static int service_add(struct l4lb *lb, json_t *in, struct dpflow_error *err)
 					"a list of backends");
 	if ((rc = yjson_load(&y, s, "service", err)))
 		return rc;
-	rc = l4lb_config_service(&y.d, &y.root, &sc);
+	rc = l4lb_config_service(&y.root, &sc);
 	yjson_free(&y);
 	if (rc)
 		return rc;
@@ -249,7 +238,7 @@ static int service_add(struct l4lb *lb, json_t *in, struct dpflow_error *err)
 
 		if ((rc = yjson_load(&y, s, "service.backends[]", err)))
 			return rc;
-		rc = l4lb_config_backend(&y.d, &y.root, &bc);
+		rc = l4lb_config_backend(&y.root, &bc);
 		yjson_free(&y);
 		if (rc)
 			return rc;
@@ -278,7 +267,7 @@ static int backend_add(struct l4lb *lb, json_t *in, struct dpflow_error *err)
 					"'backend' is an object");
 	if ((rc = yjson_load(&y, b, "backend", err)))
 		return rc;
-	rc = l4lb_config_backend(&y.d, &y.root, &bc);
+	rc = l4lb_config_backend(&y.root, &bc);
 	yjson_free(&y);
 	if (rc)
 		return rc;

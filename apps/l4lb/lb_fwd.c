@@ -3,22 +3,32 @@
  * a burst (to a VIP, a reply to a SNAT address, an ICMP error about a
  * flow), prefetches the burst's connection table lines, then for each
  * packet looks its flow up, picks a backend for a new flow by Maglev,
- * rewrites or encapsulates the packet and transmits it.
+ * rewrites or encapsulates the packet and transmits it. Checksums, the
+ * NAT rewrite and the outer headers are dpflow/pkt_edit.h's.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "dpflow/clock.h"
+#include "dpflow/pkt_edit.h"
 #include "dpflow/pool.h"
 
 #include "l4lb/conn_impl.h"
-#include "l4lb/lb_hdr.h"
 #include "l4lb/lb_internal.h"
 
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02
 #define TCP_RST 0x04
 #define TCP_ACK 0x10
+
+#define ETH_HLEN_     14u
+#define IPV4_HLEN_    20u
+#define IPV6_HLEN_    40u
+#define UDP_HLEN_     8u
+#define ETH_P_IPV4_   0x0800u
+#define ETH_P_IPV6_   0x86ddu
+#define IPPROTO_IPIP_ 4u
+#define IPPROTO_IPV6_ 41u
 
 #define IPPROTO_TCP_	6
 #define IPPROTO_UDP_	17
@@ -161,11 +171,12 @@ static uint8_t icmp_classify(const struct lb_view *v, const uint8_t *f,
 	edst = ev6 ? e + 24 : e + 16;
 	w->emb_off = (uint16_t)off;
 	/* the quoted packet reversed: the key of the direction it answers */
-	l4lb_conn_key_set(&w->key, edst, esrc, ev6, ld16(e + ihl + 2),
-			  ld16(e + ihl), proto);
+	l4lb_conn_key_set(&w->key, edst, esrc, ev6,
+			  dpflow_edit_rd16(e + ihl + 2),
+			  dpflow_edit_rd16(e + ihl), proto);
 	/* quoted VIP:vport -> client:cport: the client side's error, about
 	 * the flow's forward key */
-	w->svc = lb_svc_lookup(v, esrc, ev6, proto, ld16(e + ihl));
+	w->svc = lb_svc_lookup(v, esrc, ev6, proto, dpflow_edit_rd16(e + ihl));
 	if (w->svc != SVC_NONE &&
 	    !memcmp(v->svc[w->svc].cfg.vip.b, o->dst, ev6 ? 16 : 4))
 		return K_ICMP;
@@ -273,71 +284,19 @@ static void eth_set(uint8_t *f, const uint8_t dst[6], const uint8_t src[6])
 /*
  * Rewrite the addresses and ports of a TCP/UDP packet (IPv4 or IPv6 at
  * @l3, L4 at @l4): source to @src:@sport, destination to @dst:@dport,
- * with the IPv4 header checksum and the L4 checksum updated.
+ * with the IPv4 header checksum and the L4 checksum updated
+ * (dpflow_nat_ipv4/6: one delta for both; a UDP packet without checksum
+ * keeps none).
  */
 static DPFLOW_ALWAYS_INLINE void nat_rewrite(uint8_t *l3, uint8_t *l4,
 					     uint8_t v6, uint8_t proto,
 					     const uint8_t *src, uint16_t sport,
 					     const uint8_t *dst, uint16_t dport)
 {
-	uint8_t ports[4];
-	uint64_t acc = 0;
-	uint8_t *ck = l4 + (proto == IPPROTO_TCP_ ? 16 : 6);
-
-	/* constant lengths: the sums and copies unroll */
-	if (v6) {
-		acc = csum_delta(acc, l3 + 8, src, 16);
-		acc = csum_delta(acc, l3 + 24, dst, 16);
-		memcpy(l3 + 8, src, 16);
-		memcpy(l3 + 24, dst, 16);
-	} else {
-		acc = csum_delta(acc, l3 + 12, src, 4);
-		acc = csum_delta(acc, l3 + 16, dst, 4);
-		csum_apply(l3 + 10, acc);
-		memcpy(l3 + 12, src, 4);
-		memcpy(l3 + 16, dst, 4);
-	}
-	st16(ports, sport);
-	st16(ports + 2, dport);
-	acc = csum_delta(acc, l4, ports, 4);
-	memcpy(l4, ports, 4);
-	if (proto == IPPROTO_UDP_ && !v6 && ld16(ck) == 0)
-		return; /* IPv4 UDP without a checksum */
-	csum_apply(ck, acc);
-	if (proto == IPPROTO_UDP_ && ld16(ck) == 0)
-		st16(ck, 0xffff);
-}
-
-/*
- * Move the frame's IP packet behind new outer headers of @hlen bytes
- * (Ethernet included): the IP packet stays in place, the frame start moves
- * back. Returns the new frame start, or NULL (no headroom, too long).
- */
-static uint8_t *encap_room(struct dpflow_pool *pool, uint32_t idx,
-			   struct dpflow_pkt_meta *m, unsigned hlen,
-			   unsigned mtu, uint8_t *drop)
-{
-	unsigned l3 = m->outer.l3_off;
-	unsigned ip_len = m->data_len - l3;
-
-	if (m->outer.l3_len && m->outer.l3_len < ip_len)
-		ip_len = m->outer.l3_len; /* no Ethernet padding inside */
-
-	if (m->data_off + l3 < hlen) {
-		*drop = L4LB_DROP_NO_HEADROOM;
-		return NULL;
-	}
-	if (mtu && hlen - ETH_HLEN_ + ip_len > mtu) {
-		*drop = L4LB_DROP_TOO_BIG;
-		return NULL;
-	}
-	if (hlen + ip_len > UINT16_MAX) {
-		*drop = L4LB_DROP_TOO_BIG;
-		return NULL;
-	}
-	m->data_off = (uint16_t)(m->data_off + l3 - hlen);
-	m->data_len = (uint16_t)(hlen + ip_len);
-	return dpflow_pkt_data(pool, idx);
+	if (v6)
+		dpflow_nat_ipv6(l3, l4, proto, src, sport, dst, dport);
+	else
+		dpflow_nat_ipv4(l3, l4, proto, src, sport, dst, dport);
 }
 
 void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,
@@ -351,7 +310,7 @@ void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,
 	b->hdr_len = (uint8_t)(ETH_HLEN_ + ip_hlen + (gue ? UDP_HLEN_ : 0));
 	b->hdr_sum = 0;
 	eth_set(f, b->dst_mac, src_mac);
-	st16(f + 12, v6 ? ETH_P_IPV6_ : ETH_P_IPV4_);
+	dpflow_edit_wr16(f + 12, v6 ? ETH_P_IPV6_ : ETH_P_IPV4_);
 	if (v6) {
 		ip[0] = 0x60;
 		ip[6] = gue ? IPPROTO_UDP_ : 0;
@@ -360,30 +319,27 @@ void lb_encap_template(struct lb_backend *b, const struct l4lb_service_cfg *s,
 		memcpy(ip + 24, b->cfg.addr.b, 16);
 	} else {
 		ip[0] = 0x45;
-		st16(ip + 6, 0x4000); /* DF */
+		dpflow_edit_wr16(ip + 6, 0x4000); /* DF */
 		ip[8] = 64;
 		ip[9] = gue ? IPPROTO_UDP_ : 0;
 		memcpy(ip + 12, s->encap_src.b, 4);
 		memcpy(ip + 16, b->cfg.addr.b, 4);
 		/* the header's sum without tos, length and protocol */
-		b->hdr_sum = csum_add_bytes(0, ip, IPV4_HLEN_);
+		b->hdr_sum = dpflow_encap_ipv4_sum(ip);
 	}
 	if (gue)
-		st16(ip + ip_hlen + 2, s->gue_port);
+		dpflow_edit_wr16(ip + ip_hlen + 2, s->gue_port);
 }
 
 /* Full recompute of the ICMP(v6) checksum of the message at @l4. */
 static void icmp_csum_set(uint8_t *l3, uint8_t *l4, uint8_t v6, unsigned len)
 {
-	uint32_t sum = 0;
-
-	st16(l4 + 2, 0);
-	if (v6) {
-		sum = csum_add_bytes(0, l3 + 8, 32);
-		sum += IPPROTO_ICMPV6_ + len;
-	}
-	sum = csum_add_bytes(sum, l4, len);
-	st16(l4 + 2, (uint16_t)~csum_fold(sum));
+	if (v6)
+		dpflow_l4_csum_set(
+		    l4, len, IPPROTO_ICMPV6_,
+		    dpflow_csum_pseudo(l3, 1, IPPROTO_ICMPV6_, len));
+	else
+		dpflow_l4_csum_set(l4, len, IPPROTO_ICMP_, 0);
 }
 
 /*
@@ -408,7 +364,7 @@ static void too_big(struct l4lb *lb, struct dpflow_pool *pool,
 	uint8_t *o, *oip, *icmp;
 	uint32_t idx;
 
-	if (!v6 && !(ld16(ip + 6) & 0x4000))
+	if (!v6 && !(dpflow_edit_rd16(ip + 6) & 0x4000))
 		return; /* IPv4 without DF */
 	if (m->outer.l4_type == DPFLOW_L4_ICMP ||
 	    m->outer.l4_type == DPFLOW_L4_ICMPV6)
@@ -430,31 +386,31 @@ static void too_big(struct l4lb *lb, struct dpflow_pool *pool,
 	o = dpflow_pkt_data(pool, idx);
 	memset(o, 0, len - quote);
 	eth_set(o, lb->cfg.client_gw_mac, lb->cfg.client_mac);
-	st16(o + 12, v6 ? ETH_P_IPV6_ : ETH_P_IPV4_);
+	dpflow_edit_wr16(o + 12, v6 ? ETH_P_IPV6_ : ETH_P_IPV4_);
 	oip = o + ETH_HLEN_;
 	if (v6) {
 		oip[0] = 0x60;
-		st16(oip + 4, (uint16_t)(8u + quote));
+		dpflow_edit_wr16(oip + 4, (uint16_t)(8u + quote));
 		oip[6] = IPPROTO_ICMPV6_;
 		oip[7] = 64;
 		memcpy(oip + 8, ip + 24, 16); /* from the VIP */
 		memcpy(oip + 24, ip + 8, 16); /* to the client */
 		icmp = oip + IPV6_HLEN_;
 		icmp[0] = 2; /* packet too big */
-		st16(icmp + 4, (uint16_t)(mtu >> 16));
-		st16(icmp + 6, (uint16_t)mtu);
+		dpflow_edit_wr16(icmp + 4, (uint16_t)(mtu >> 16));
+		dpflow_edit_wr16(icmp + 6, (uint16_t)mtu);
 	} else {
 		oip[0] = 0x45;
-		st16(oip + 2, (uint16_t)(IPV4_HLEN_ + 8u + quote));
+		dpflow_edit_wr16(oip + 2, (uint16_t)(IPV4_HLEN_ + 8u + quote));
 		oip[8] = 64;
 		oip[9] = IPPROTO_ICMP_;
 		memcpy(oip + 12, ip + 16, 4);
 		memcpy(oip + 16, ip + 12, 4);
-		ipv4_csum_set(oip, IPV4_HLEN_);
+		dpflow_ipv4_csum_set(oip, IPV4_HLEN_);
 		icmp = oip + IPV4_HLEN_;
 		icmp[0] = 3; /* destination unreachable */
 		icmp[1] = 4; /* fragmentation needed */
-		st16(icmp + 6, (uint16_t)mtu);
+		dpflow_edit_wr16(icmp + 6, (uint16_t)mtu);
 	}
 	memcpy(icmp + 8, ip, quote);
 	icmp_csum_set(oip, icmp, v6, 8u + quote);
@@ -492,67 +448,44 @@ encap(struct l4lb *lb, const struct lb_service *s, const struct lb_backend *b,
 	bool gue = s->cfg.mode == L4LB_MODE_GUE;
 	unsigned ip_hlen = out_v6 ? IPV6_HLEN_ : IPV4_HLEN_;
 	unsigned hlen = b->hdr_len;
-	uint8_t tos = m->outer.tos;
+	uint8_t tos = m->outer.tos, proto;
 	uint8_t *f, *ip, *udp;
-	unsigned plen;
+	unsigned l3 = m->outer.l3_off, ip_len = m->data_len - l3, plen, why;
 
-	f = encap_room(pool, w->idx, m, hlen, lb->cfg.backend_mtu, &w->drop);
-	if (!f) {
-		if (w->drop == L4LB_DROP_TOO_BIG && lb->cfg.backend_mtu)
-			too_big(lb, pool, w, hlen - ETH_HLEN_);
+	if (m->outer.l3_len && m->outer.l3_len < ip_len)
+		ip_len = m->outer.l3_len; /* no Ethernet padding inside */
+	/* the IP packet stays in place, the frame start moves back */
+	why = dpflow_encap_room(m, l3, ip_len, hlen, lb->cfg.backend_mtu);
+	if (why) {
+		if (why == DPFLOW_DROP_EDIT_NO_HEADROOM) {
+			w->drop = L4LB_DROP_NO_HEADROOM;
+		} else {
+			w->drop = L4LB_DROP_TOO_BIG;
+			if (lb->cfg.backend_mtu)
+				too_big(lb, pool, w, hlen - ETH_HLEN_);
+		}
 		return false;
 	}
-	/* constant sizes: the copies become a few moves */
-	switch (hlen) {
-	case ETH_HLEN_ + IPV4_HLEN_:
-		memcpy(f, b->hdr, ETH_HLEN_ + IPV4_HLEN_);
-		break;
-	case ETH_HLEN_ + IPV4_HLEN_ + UDP_HLEN_:
-		memcpy(f, b->hdr, ETH_HLEN_ + IPV4_HLEN_ + UDP_HLEN_);
-		break;
-	case ETH_HLEN_ + IPV6_HLEN_:
-		memcpy(f, b->hdr, ETH_HLEN_ + IPV6_HLEN_);
-		break;
-	default:
-		memcpy(f, b->hdr, ETH_HLEN_ + IPV6_HLEN_ + UDP_HLEN_);
-		break;
-	}
+	f = dpflow_meta_data(m);
+	dpflow_encap_copy(f, b->hdr, hlen);
 	ip = f + ETH_HLEN_;
 	plen = m->data_len - ETH_HLEN_ - ip_hlen; /* after the outer IP */
-	if (out_v6) {
-		uint32_t fl = (uint32_t)w->h & 0xfffffu;
-
-		ip[0] = (uint8_t)(0x60 | tos >> 4);
-		ip[1] = (uint8_t)((tos & 0xf) << 4 | fl >> 16);
-		st16(ip + 2, (uint16_t)fl);
-		st16(ip + 4, (uint16_t)plen);
-		if (!gue)
-			ip[6] = in_v6 ? IPPROTO_IPV6_ : IPPROTO_IPIP_;
-	} else {
-		uint16_t tot = (uint16_t)(plen + IPV4_HLEN_);
-		uint32_t sum = b->hdr_sum + tos + tot;
-
-		ip[1] = tos;
-		st16(ip + 2, tot);
-		if (!gue) {
-			ip[9] = in_v6 ? IPPROTO_IPV6_ : IPPROTO_IPIP_;
-			sum += ip[9];
-		}
-		st16(ip + 10, (uint16_t)~csum_fold(sum));
-	}
+	proto = gue ? IPPROTO_UDP_ : in_v6 ? IPPROTO_IPV6_ : IPPROTO_IPIP_;
+	if (out_v6)
+		dpflow_encap_ipv6_hdr(ip, tos, (uint32_t)w->h & 0xfffffu,
+				      (uint16_t)plen, proto);
+	else
+		dpflow_encap_ipv4_hdr(ip, b->hdr_sum, tos,
+				      (uint16_t)(plen + IPV4_HLEN_), proto);
 	if (!gue)
 		return true;
 	udp = ip + ip_hlen;
 	/* source port from the flow hash: entropy for the backend's RSS */
-	st16(udp, (uint16_t)(0x8000u | ((uint32_t)(w->h >> 17) & 0x7fffu)));
-	st16(udp + 4, (uint16_t)plen);
-	if (out_v6) { /* IPv6 UDP needs its checksum (RFC 8200 8.1) */
-		uint32_t sum = csum_add_bytes(0, ip + 8, 32);
-
-		sum += IPPROTO_UDP_ + plen;
-		sum = csum_add_bytes(sum, udp, plen);
-		st16(udp + 6, (uint16_t)~csum_fold(sum) ?: 0xffff);
-	}
+	dpflow_encap_udp_hdr(
+	    udp, (uint16_t)(0x8000u | ((uint32_t)(w->h >> 17) & 0x7fffu)),
+	    (uint16_t)plen);
+	if (out_v6) /* IPv6 UDP needs its checksum (RFC 8200 8.1) */
+		dpflow_encap_udp_csum(ip, 1, udp, plen);
 	return true;
 }
 
@@ -782,11 +715,11 @@ static void icmp_translate(const struct pkt_work *w, const uint8_t *to,
 	memcpy(l3 + (v6 ? 24 : 16), to, alen);
 	memcpy(e + (v6 ? 8 : 12), src, alen);
 	memcpy(e + (v6 ? 24 : 16), dst, alen);
-	st16(e + ihl, sport);
-	st16(e + ihl + 2, dport);
+	dpflow_edit_wr16(e + ihl, sport);
+	dpflow_edit_wr16(e + ihl + 2, dport);
 	if (!v6) {
-		ipv4_csum_set(e, ihl);
-		ipv4_csum_set(l3, (l3[0] & 0xfu) * 4u);
+		dpflow_ipv4_csum_set(e, ihl);
+		dpflow_ipv4_csum_set(l3, (l3[0] & 0xfu) * 4u);
 	}
 	icmp_csum_set(l3, l4, v6,
 		      m->outer.l3_off + m->outer.l3_len - m->outer.l4_off);

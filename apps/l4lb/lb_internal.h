@@ -92,6 +92,10 @@ void lb_endpoint_str(const struct l4lb_addr *a, uint16_t port,
  * bytes. */
 void lb_addr_str(const struct l4lb_addr *a, char *out);
 
+/* l4lb_describe() without its "apps:" and "  l4lb:" lines: what the
+ * app's describe op prints under them. */
+void lb_describe_services(const struct l4lb *lb, FILE *out);
+
 /* Hash of (address, proto, port) into the service tables. */
 uint32_t lb_svc_hash(const uint8_t addr[16], uint8_t v6, uint8_t proto,
 		     uint16_t port);

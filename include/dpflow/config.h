@@ -52,8 +52,8 @@ struct dpflow_ctx *dpflow_config_load_string(const char *yaml, const char *name,
 
 /*
  * dpflow_config_parse_entry() @flags: DPFLOW_ENTRY_PARSE_KEY reads only
- * what names the entry (match or index, and priority); the other keys are
- * checked by name and ignored.
+ * what names the entry (match, index or member, and priority); the other
+ * keys are checked by name and ignored.
  */
 #define DPFLOW_ENTRY_PARSE_KEY 0x1
 

@@ -51,6 +51,7 @@ extern "C" {
 	_(META_REG3, "meta.reg3", 32)             \
 	_(TUN_TYPE, "tunnel.type", 8)             \
 	_(TUN_ID, "tunnel.id", 32)                \
+	_(TUN_INVALID, "tunnel.invalid", 1)       \
 	_(META_COLOR, "meta.color", 8)            \
 	_(META_CT_STATE, "meta.ct_state", 8)      \
 	_(META_CT_FLAGS, "meta.ct_flags", 8)      \

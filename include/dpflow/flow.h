@@ -28,6 +28,7 @@
 
 #include "dpflow/error.h"
 #include "dpflow/field.h"
+#include "dpflow/maglev.h"
 #include "dpflow/pool.h"
 #include "dpflow/port.h"
 
@@ -331,12 +332,18 @@ struct dpflow_pipe_cfg {
 	struct dpflow_color_fwd color_fwd;
 	struct dpflow_ct_cfg ct; /* CT pipes */
 	uint32_t hash_seed;	 /* HASH pipes: seed of dpflow_hash32() */
+	/* HASH pipes: 0, each entry takes the slot it names (hash_index);
+	 * else a Maglev pipe (maglev.h) of this many slots, a prime in
+	 * 3..DPFLOW_MAGLEV_SIZE_MAX: entries are members (member, weight)
+	 * and the slots are rebuilt from all of them on every batch */
+	uint32_t maglev_slots;
 };
 
 /*
  * The hash of HASH pipes: 32-bit MurmurHash3 (x86_32) of the pipe's key
  * (its per-entry fields in template order, masked) with @seed. A packet
- * takes the entry at slot dpflow_hash32(key) % size.
+ * takes the entry at slot dpflow_hash32(key) % size (a Maglev pipe:
+ * % maglev_slots).
  */
 uint32_t dpflow_hash32(const void *key, unsigned len, uint32_t seed);
 
@@ -360,6 +367,12 @@ struct dpflow_entry_cfg {
 	uint16_t range_set;
 	uint8_t prefix_len;  /* LPM: prefix length of the address field */
 	uint32_t hash_index; /* HASH: the slot this entry takes */
+	/* HASH with maglev_slots: the member's stable name (1 to
+	 * DPFLOW_MAGLEV_NAME_MAX bytes, unique in the pipe; its slots
+	 * depend on it) and weight (0: draining, no slots; at most
+	 * DPFLOW_MAGLEV_WEIGHT_MAX) */
+	char member[DPFLOW_MAGLEV_NAME_MAX + 1];
+	uint32_t weight;
 	uint32_t priority;   /* CONTROL/ACL: lower wins */
 	uint8_t action_tmpl; /* index into the pipe's action templates */
 	/* per-entry action values, one per action of the template */

@@ -47,9 +47,6 @@ extern "C" {
 	_(UDP_BAD_LEN, "udp_bad_length")                 \
 	_(ICMP_TRUNC, "icmp_truncated")                  \
 	_(SCTP_TRUNC, "sctp_truncated")                  \
-	_(VXLAN_TRUNC, "vxlan_truncated")                \
-	_(GENEVE_TRUNC, "geneve_truncated")              \
-	_(GENEVE_BAD_VERSION, "geneve_bad_version")      \
 	_(GRE_TRUNC, "gre_truncated")                    \
 	_(GRE_BAD_VERSION, "gre_bad_version")            \
 	_(TUN_UNKNOWN_PAYLOAD, "tunnel_unknown_payload") \
@@ -136,6 +133,15 @@ const char *dpflow_tun_name(unsigned type);
 #define DPFLOW_META_F_GRE_CSUM	  0x04 /* GRE checksum present */
 #define DPFLOW_META_F_GENEVE_OAM  0x08
 #define DPFLOW_META_F_GENEVE_CRIT 0x10
+/*
+ * The outer UDP destination port named a tunnel (4789 VXLAN, 6081 GENEVE)
+ * but the payload is not one the parser opens: too short, a flag or
+ * version it refuses, options overrunning the datagram, an unknown GENEVE
+ * protocol type, or an inner packet that fails its own checks. The packet
+ * is plain UDP (tun_type NONE, no inner headers, no drop); only the outer
+ * headers of an unfragmented packet are tried. Match field tunnel.invalid.
+ */
+#define DPFLOW_META_F_TUN_INVALID 0x20
 
 /* meta.ct_flags, set by a CT pipe */
 #define DPFLOW_META_CT_NEW     0x01 /* this packet opened the connection */

@@ -10,8 +10,11 @@
  * way (one level: a tunnel inside the inner packet is not opened).
  *
  * Malformed input sets meta->drop to a DPFLOW_DROP_* reason and is never
- * read out of bounds. The parse code itself (lib/parse/parse_impl.h) is
- * DPF_HD: the GPU target compiles the same code.
+ * read out of bounds. VXLAN and GENEVE are guessed from the UDP port: a
+ * payload that is not one (header or inner packet failing) leaves a valid
+ * UDP packet with DPFLOW_META_F_TUN_INVALID, not a drop (docs/inspect.md).
+ * The parse code itself (lib/parse/parse_impl.h) is DPF_HD: the GPU
+ * target compiles the same code.
  * Reentrant; any thread.
  */
 #ifndef DPFLOW_PARSE_H

@@ -83,6 +83,18 @@ struct dpflow_trace {
 void dpflow_ctx_thread_trace(struct dpflow_ctx *ctx,
 			     struct dpflow_trace *traces, unsigned n);
 
+/*
+ * Control thread: trace the next @n packets (1..DPFLOW_TRACE_PKTS_MAX) a
+ * data thread receives, on port @port or on any port (@port -1), waiting
+ * at most @timeout_ms for them: the first burst that comes is traced
+ * (its first @n packets, fewer if the burst is smaller) into @out.
+ * Returns how many packets were traced (0: none came in time), or
+ * -EBUSY when another trace request is in flight, -EINVAL for @n out of
+ * range. Data threads test one word per burst for a request.
+ */
+int dpflow_ctx_trace_next(struct dpflow_ctx *ctx, int port, unsigned n,
+			  unsigned timeout_ms, struct dpflow_trace *out);
+
 /* The name of enum dpflow_trace_to / dpflow_trace_match values. */
 const char *dpflow_trace_to_name(unsigned to);
 const char *dpflow_trace_match_name(unsigned match);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dpflow/maglev.h"
+
 #include "ctl/config_internal.h"
 #include "ctl/ctl_internal.h"
 #include "ctl/field_value.h"
@@ -245,8 +247,37 @@ static int parse_type(struct loader *L, const struct ynode *x, uint8_t *type)
 }
 
 static const char *const pipe_keys[] = {
-    "name",	 "type", "root", "size",      "match", "actions", "monitor",
-    "color_fwd", "fwd",	 "miss", "hash_seed", "ct",    "entries", NULL};
+    "name",	 "type",    "root",	 "size",    "match",
+    "actions",	 "monitor", "color_fwd", "fwd",	    "miss",
+    "hash_seed", "maglev",  "ct",	 "entries", NULL};
+
+static const char *const maglev_keys[] = {"slots", NULL};
+
+/* A hash pipe's `maglev: {slots: M}`: a Maglev pipe of M slots (a prime;
+ * 65537 by default). */
+static int parse_maglev(struct loader *L, const struct ynode *x,
+			struct dpflow_pipe_cfg *cfg)
+{
+	struct ynode v;
+	uint64_t n = DPFLOW_MAGLEV_SIZE_DEFAULT;
+
+	if (cfg->type != DPFLOW_PIPE_HASH)
+		return yerr(&L->d, x, EINVAL,
+			    "'maglev' is for hash pipes (type: hash)");
+	CHECK(y_check_keys(&L->d, x, maglev_keys));
+	if (y_get(&L->d, x, "slots", &v)) {
+		CHECK(y_u64(&L->d, &v, DPFLOW_MAGLEV_SIZE_MAX, &n));
+		if (n < 3 || !dpflow_maglev_is_prime((uint32_t)n))
+			return yerr(&L->d, &v, EINVAL,
+				    "%lu is not a prime of at least 3: "
+				    "Maglev's permutations need a prime "
+				    "number of slots (65537, 131071, "
+				    "1000003...)",
+				    (unsigned long)n);
+	}
+	cfg->maglev_slots = (uint32_t)n;
+	return 0;
+}
 
 static int parse_pipe(struct loader *L, const struct ynode *x,
 		      struct dpflow_pipe_cfg *cfg)
@@ -301,6 +332,8 @@ static int parse_pipe(struct loader *L, const struct ynode *x,
 		CHECK(y_u64(&L->d, &v, UINT32_MAX, &n));
 		cfg->hash_seed = (uint32_t)n;
 	}
+	if (y_get(&L->d, x, "maglev", &v))
+		CHECK(parse_maglev(L, &v, cfg));
 	if (y_get(&L->d, x, "ct", &v)) {
 		if (!is_ct)
 			return yerr(&L->d, &v, EINVAL, "'ct' is for ct pipes");
@@ -485,11 +518,39 @@ static int parse_entry_values(struct loader *L,
 }
 
 static const char *const entry_keys[] = {
-    "match", "index", "priority",	"action",   "values",
-    "fwd",   "meter", "shared_counter", "aging_ms", NULL};
+    "match", "index",	       "priority", "action", "values", "fwd",
+    "meter", "shared_counter", "aging_ms", "member", "weight", NULL};
 
-/* What names an entry in its pipe: the match (or a hash pipe's slot) and
- * the priority. */
+/* A Maglev pipe's entry is a member: its name, no slot and no match. */
+static int parse_entry_member(struct loader *L,
+			      const struct dpflow_pipe_cfg *cfg,
+			      const struct ynode *x, struct dpflow_entry_cfg *e)
+{
+	static const char *const not_keys[] = {"match", "index"};
+	struct ynode v;
+	const char *s;
+
+	for (unsigned k = 0; k < 2; k++)
+		if (y_get(&L->d, x, not_keys[k], &v))
+			return yerr(&L->d, &v, EINVAL,
+				    "pipe '%s' is a maglev pipe: its entries "
+				    "are members ('member', 'weight'), they "
+				    "take no '%s'",
+				    cfg->name, not_keys[k]);
+	if (!y_get(&L->d, x, "member", &v))
+		return yerr(&L->d, x, EINVAL,
+			    "'member' (the member's stable name) is missing");
+	CHECK(y_string(&L->d, &v, &s)); /* not empty */
+	if (strlen(s) > DPFLOW_MAGLEV_NAME_MAX)
+		return yerr(&L->d, &v, EINVAL,
+			    "a member name has at most %u bytes, not %zu",
+			    DPFLOW_MAGLEV_NAME_MAX, strlen(s));
+	memcpy(e->member, s, strlen(s) + 1);
+	return 0;
+}
+
+/* What names an entry in its pipe: the match (or a hash pipe's slot, a
+ * maglev pipe's member) and the priority. */
 static int parse_entry_key(struct loader *L, const struct dpflow_pipe_cfg *cfg,
 			   const struct ynode *x, struct dpflow_entry_cfg *e)
 {
@@ -498,7 +559,13 @@ static int parse_entry_key(struct loader *L, const struct dpflow_pipe_cfg *cfg,
 
 	memset(e, 0, sizeof(*e));
 	CHECK(y_check_keys(&L->d, x, entry_keys));
-	if (cfg->type == DPFLOW_PIPE_HASH) {
+	if (!cfg->maglev_slots && y_get(&L->d, x, "member", &v))
+		return yerr(&L->d, &v, EINVAL,
+			    "'member' is for the entries of maglev pipes "
+			    "(a hash pipe with 'maglev')");
+	if (cfg->maglev_slots) {
+		CHECK(parse_entry_member(L, cfg, x, e));
+	} else if (cfg->type == DPFLOW_PIPE_HASH) {
 		/* the packet's key picks the slot: an entry names its slot */
 		if (y_get(&L->d, x, "match", &v))
 			return yerr(&L->d, &v, EINVAL,
@@ -542,6 +609,16 @@ static int parse_entry(struct loader *L, const struct dpflow_pipe_cfg *cfg,
 	uint64_t n;
 
 	CHECK(parse_entry_key(L, cfg, x, e));
+	if (cfg->maglev_slots) {
+		n = 1;
+		if (y_get(&L->d, x, "weight", &v))
+			CHECK(y_u64(&L->d, &v, DPFLOW_MAGLEV_WEIGHT_MAX, &n));
+		e->weight = (uint32_t)n;
+	} else if (y_get(&L->d, x, "weight", &v)) {
+		return yerr(&L->d, &v, EINVAL,
+			    "'weight' is for the entries of maglev pipes "
+			    "(a hash pipe with 'maglev')");
+	}
 	if (y_get(&L->d, x, "action", &v)) {
 		if (!cfg->n_action_tmpls)
 			return yerr(&L->d, &v, EINVAL,

@@ -42,8 +42,11 @@ static int describe_pipe(FILE *out, struct dpflow_ctx *ctx,
 	if (c->root)
 		fprintf(out, ", root of port %s",
 			dpflow_ctx_port_name(ctx, c->port));
-	fprintf(out, ", %u entr%s (size %u)\n", n, n == 1 ? "y" : "ies",
+	fprintf(out, ", %u entr%s (size %u)", n, n == 1 ? "y" : "ies",
 		dpflow_pipe_size(pipe));
+	if (c->maglev_slots) /* entries are members, listed as such */
+		fprintf(out, ", maglev over %u slots", c->maglev_slots);
+	fprintf(out, "\n");
 	rc = put_json(out, "    match: ", ctl_match_json(&c->match));
 	if (!rc && !(tmpls = ctl_actions_json(ctx, c)))
 		rc = -ENOMEM;

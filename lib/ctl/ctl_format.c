@@ -410,7 +410,10 @@ json_t *ctl_entry_json(struct dpflow_ctx *ctx, const struct dpflow_pipe *pipe,
 
 	if (!o)
 		return NULL;
-	if (cfg->type == DPFLOW_PIPE_HASH)
+	if (cfg->maglev_slots) {
+		json_object_set_new(o, "member", json_string(e->member));
+		json_object_set_new(o, "weight", json_integer(e->weight));
+	} else if (cfg->type == DPFLOW_PIPE_HASH)
 		json_object_set_new(o, "index", json_integer(e->hash_index));
 	else
 		json_object_set_new(o, "match", entry_match_json(cfg, e));
@@ -468,6 +471,10 @@ unsigned ctl_entry_canon(const struct dpflow_pipe *pipe,
 	int last = last_per_entry(&cfg->match);
 	unsigned n = 0, off = 0, k = 0;
 
+	if (cfg->maglev_slots) { /* a member is its name */
+		put(out, &n, e->member, (unsigned)strlen(e->member));
+		return n;
+	}
 	if (cfg->type == DPFLOW_PIPE_HASH) {
 		put(out, &n, &e->hash_index, sizeof(e->hash_index));
 		return n;

@@ -63,7 +63,8 @@ json_t *ctl_dump_json(struct dpflow_ctx *ctx);
 #define CTL_CANON_MAX 256
 /*
  * What identifies entry @e in @pipe (its match as the table sees it: key
- * under the masks, prefix, ranges; a hash pipe's slot), priority left out.
+ * under the masks, prefix, ranges; a hash pipe's slot; a maglev pipe's
+ * member name), priority left out.
  * Two entries with equal bytes match the same packets. Returns the length.
  */
 unsigned ctl_entry_canon(const struct dpflow_pipe *pipe,

@@ -4,9 +4,10 @@
  *
  * The control thread frees a connection the way the data path could see
  * it: CAS its control word to BUSY (so no data thread changes it any
- * more), read what the report needs, then publish FREE with the next
- * generation. Data threads holding the old word fail their CAS and look
- * again.
+ * more), read what the report needs, free its reply key and pool binding
+ * (dpflow_ct_unbind), then publish FREE with the next generation. Data
+ * threads holding the old word fail their CAS and look again. Reply keys
+ * (alias slots) are never freed, counted or reported on their own.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -70,14 +71,16 @@ static size_t round_line(size_t n)
 }
 
 /*
- * Buckets for @max_conns: a power of two, slots >= 3/2 * max_conns, so a
- * full table is at most 2/3 occupied. (At 76% occupancy about 1 insert in
- * 25000 finds both its buckets full; at 67%, none in 350000.)
+ * Buckets for @max_conns connections of @keys keys each: a power of two,
+ * slots >= 3/2 * keys * max_conns, so a full table is at most 2/3
+ * occupied. (At 76% occupancy about 1 insert in 25000 finds both its
+ * buckets full; at 67%, none in 350000.)
  */
-static uint32_t n_buckets_for(uint32_t max_conns)
+static uint32_t n_buckets_for(uint32_t max_conns, unsigned keys)
 {
-	uint64_t want = ((uint64_t)max_conns * 3 / 2 + DPFLOW_CT_SLOTS - 1) /
-			DPFLOW_CT_SLOTS;
+	uint64_t want =
+	    ((uint64_t)max_conns * keys * 3 / 2 + DPFLOW_CT_SLOTS - 1) /
+	    DPFLOW_CT_SLOTS;
 	uint32_t n = 2;
 
 	while (n < want)
@@ -85,17 +88,94 @@ static uint32_t n_buckets_for(uint32_t max_conns)
 	return n;
 }
 
-size_t dpflow_ct_image_size(uint32_t max_conns)
+static size_t image_size(uint32_t max_conns, unsigned keys, unsigned n_pools)
 {
 	uint32_t nb;
 
-	if (max_conns == 0 || max_conns > DPFLOW_CT_CAPACITY_MAX)
+	if (max_conns == 0 || max_conns > DPFLOW_CT_CAPACITY_MAX ||
+	    n_pools > DPFLOW_CT_POOLS_MAX)
 		return 0;
-	nb = n_buckets_for(max_conns);
+	nb = n_buckets_for(max_conns, keys);
 	return sizeof(struct dpflow_ct_image) +
+	       n_pools * sizeof(struct dpflow_ct_pool) +
 	       (size_t)nb * DPFLOW_CT_SLOTS * sizeof(uint64_t) +
 	       round_line((size_t)nb * sizeof(uint32_t)) +
-	       (size_t)nb * DPFLOW_CT_SLOTS * sizeof(struct dpflow_ct_slot);
+	       (size_t)nb * DPFLOW_CT_SLOTS *
+		   (sizeof(struct dpflow_ct_slot) +
+		    sizeof(struct dpflow_ct_vslot));
+}
+
+static unsigned keys_of(const struct dpflow_ct_params *p)
+{
+	return p->flags & DPFLOW_CT_F_NAT ? 2u : 1u;
+}
+
+size_t dpflow_ct_image_size(uint32_t max_conns)
+{
+	return image_size(max_conns, 1, 0);
+}
+
+size_t dpflow_ct_image_size_params(const struct dpflow_ct_params *p)
+{
+	return p ? image_size(p->max_conns, keys_of(p), p->n_pools) : 0;
+}
+
+static uint32_t gcd(uint32_t a, uint32_t b)
+{
+	while (b) {
+		uint32_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Check pool @i of @p; 0 or -EINVAL naming "pools" (the message says
+ * which pool and field). */
+static int check_pool(const struct dpflow_ct_params *p, unsigned i,
+		      struct dpflow_error *err)
+{
+	const struct dpflow_ct_pool_cfg *c = &p->pools[i];
+
+	if (c->family != 4 && c->family != 6)
+		return dpflow_error_set(err, EINVAL, "pools",
+					"ct: pools[%u].family %u, not 4 or 6",
+					i, c->family);
+	if (c->n_addrs == 0 || c->n_addrs > DPFLOW_CT_POOL_ADDRS_MAX)
+		return dpflow_error_set(
+		    err, EINVAL, "pools", "ct: pools[%u].n_addrs %u, not 1..%u",
+		    i, c->n_addrs, DPFLOW_CT_POOL_ADDRS_MAX);
+	if (c->port_lo == 0 || c->port_lo > c->port_hi)
+		return dpflow_error_set(
+		    err, EINVAL, "pools",
+		    "ct: pools[%u] ports %u-%u, not a range "
+		    "in 1..65535",
+		    i, c->port_lo, c->port_hi);
+	return 0;
+}
+
+/* Copy pool config @c into image pool @d. */
+static void pool_init(struct dpflow_ct_pool *d,
+		      const struct dpflow_ct_pool_cfg *c)
+{
+	uint32_t total = c->n_addrs * ((uint32_t)c->port_hi - c->port_lo + 1),
+		 s;
+
+	memset(d, 0, sizeof(*d));
+	for (unsigned a = 0; a < c->n_addrs; a++)
+		memcpy(d->addr[a], c->addr[a], c->family == 6 ? 16 : 4);
+	d->family = c->family;
+	d->n_addrs = c->n_addrs;
+	d->port_lo = c->port_lo;
+	d->port_hi = c->port_hi;
+	d->tries = c->tries ? c->tries : DPFLOW_CT_NAT_TRIES_DEFAULT;
+	/* a step near the golden ratio of the size, prime to it: the
+	 * candidates of one flow spread over the pool and visit all of it */
+	s = (uint32_t)((uint64_t)total * 2654435769u >> 32) | 1u;
+	while (gcd(s, total) != 1)
+		s += 2;
+	d->stride = s % total ? s % total : 1;
 }
 
 int dpflow_ct_image_init(void *mem, size_t size,
@@ -109,14 +189,22 @@ int dpflow_ct_image_init(void *mem, size_t size,
 	if (!p)
 		return dpflow_error_set(err, EINVAL, "params",
 					"ct: no parameters");
-	need = dpflow_ct_image_size(p->max_conns);
-	if (!need)
+	if (!dpflow_ct_image_size(p->max_conns))
 		return dpflow_error_set(err, EINVAL, "max_conns",
 					"ct: max_conns %u not in 1..%u",
 					p->max_conns, DPFLOW_CT_CAPACITY_MAX);
-	if (p->flags & ~(uint32_t)(DPFLOW_CT_F_TCP_LOOSE | DPFLOW_CT_F_EVICT))
+	if (p->flags & ~(uint32_t)(DPFLOW_CT_F_TCP_LOOSE | DPFLOW_CT_F_EVICT |
+				   DPFLOW_CT_F_REPLACE | DPFLOW_CT_F_NAT))
 		return dpflow_error_set(err, EINVAL, "flags",
 					"ct: unknown flags 0x%x", p->flags);
+	if (p->n_pools > DPFLOW_CT_POOLS_MAX)
+		return dpflow_error_set(err, EINVAL, "n_pools",
+					"ct: %u pools, at most %u", p->n_pools,
+					DPFLOW_CT_POOLS_MAX);
+	for (unsigned i = 0; i < p->n_pools; i++)
+		if (check_pool(p, i, err))
+			return -EINVAL;
+	need = dpflow_ct_image_size_params(p);
 	for (unsigned s = 1; s < DPFLOW_CT_STATE_COUNT; s++)
 		if (p->timeout_ms[s] > DPFLOW_CT_TIMEOUT_MAX)
 			return dpflow_error_set(
@@ -133,7 +221,7 @@ int dpflow_ct_image_init(void *mem, size_t size,
 					"ct: %zu bytes, %zu needed", size,
 					need);
 
-	nb = n_buckets_for(p->max_conns);
+	nb = n_buckets_for(p->max_conns, keys_of(p));
 	memset(mem, 0, need);
 	ct->magic = DPFLOW_CT_MAGIC;
 	ct->version = DPFLOW_CT_VERSION;
@@ -141,7 +229,10 @@ int dpflow_ct_image_init(void *mem, size_t size,
 	ct->n_buckets = nb;
 	ct->max_conns = p->max_conns;
 	ct->seed = p->seed;
-	ct->ctrl_off = sizeof(*ct);
+	ct->n_pools = (uint16_t)p->n_pools;
+	for (unsigned i = 0; i < p->n_pools; i++)
+		pool_init(&dpflow_ct_pools(ct)[i], &p->pools[i]);
+	ct->ctrl_off = sizeof(*ct) + p->n_pools * sizeof(struct dpflow_ct_pool);
 	ct->locks_off =
 	    ct->ctrl_off + (uint64_t)nb * DPFLOW_CT_SLOTS * sizeof(uint64_t);
 	ct->slots_off =
@@ -157,7 +248,7 @@ int dpflow_ct_image_init(void *mem, size_t size,
 struct dpflow_ct_image *dpflow_ct_create(const struct dpflow_ct_params *p,
 					 struct dpflow_error *err)
 {
-	size_t size = p ? dpflow_ct_image_size(p->max_conns) : 0, align, len;
+	size_t size = dpflow_ct_image_size_params(p), align, len;
 	void *mem;
 
 	if (!size) {
@@ -238,6 +329,14 @@ void dpflow_ct_process(struct dpflow_ct_image *ct,
 	dpflow_ct_process_impl(ct, pkt, now_ns, user_new, res);
 }
 
+void dpflow_ct_track(struct dpflow_ct_image *ct,
+		     const struct dpflow_ct_pkt *pkt, uint64_t now_ns,
+		     uint32_t user_new, const struct dpflow_ct_value *init,
+		     struct dpflow_ct_result *res, struct dpflow_ct_value *val)
+{
+	dpflow_ct_track_impl(ct, pkt, now_ns, user_new, init, res, val);
+}
+
 void dpflow_ct_lookup(struct dpflow_ct_image *ct,
 		      const struct dpflow_ct_pkt *pkt, uint64_t now_ns,
 		      struct dpflow_ct_result *res)
@@ -245,30 +344,47 @@ void dpflow_ct_lookup(struct dpflow_ct_image *ct,
 	dpflow_ct_lookup_impl(ct, pkt, now_ns, res);
 }
 
+void dpflow_ct_lookup_val(struct dpflow_ct_image *ct,
+			  const struct dpflow_ct_pkt *pkt, uint64_t now_ns,
+			  struct dpflow_ct_result *res,
+			  struct dpflow_ct_value *val)
+{
+	dpflow_ct_lookup_val_impl(ct, pkt, now_ns, res, val);
+}
+
 /* Packets keyed, hashed and prefetched together. */
 #define CT_CHUNK 32
 
-/* Prefetch the slot lines of bucket @b whose signature is @sig. */
+/* Prefetch the slot lines of bucket @b whose signature is @sig (with
+ * @val their value blocks too). */
 static void prefetch_matches(struct dpflow_ct_image *ct, const uint64_t *ctrl,
-			     uint32_t b, uint64_t sig)
+			     uint32_t b, uint64_t sig, bool val)
 {
 	const struct dpflow_ct_slot *slots = dpflow_ct_slots(ct);
 	uint32_t base = b * DPFLOW_CT_SLOTS;
 
-	for (uint32_t m = dpflow_ct_match(ctrl, base, sig); m; m &= m - 1)
-		DPFLOW_PREFETCH(&slots[base + dpflow_ct_ctz(m)]);
+	for (uint32_t m = dpflow_ct_match(ctrl, base, sig); m; m &= m - 1) {
+		uint32_t i = base + dpflow_ct_ctz(m);
+
+		DPFLOW_PREFETCH(&slots[i]);
+		if (val)
+			DPFLOW_PREFETCH(&dpflow_ct_vals(ct)[i]);
+	}
 }
 
 /*
  * Three passes over each chunk, as DPDK's bulk hash lookup: keys and
  * hashes (prefetching both buckets' control lines), then the slot lines
  * whose signature matches (prefetched), then the packets in order. The
- * cache misses of a chunk overlap instead of queueing one by one.
+ * cache misses of a chunk overlap instead of queueing one by one. Inlined
+ * into both callers, so that dpflow_ct_process_burst (no init blocks, no
+ * value copies) carries no value code.
  */
-uint16_t dpflow_ct_process_burst(struct dpflow_ct_image *ct,
-				 const struct dpflow_ct_pkt *pkts, uint16_t n,
-				 uint64_t now_ns, const uint32_t *user_new,
-				 struct dpflow_ct_result *res)
+static DPFLOW_ALWAYS_INLINE uint16_t
+track_burst(struct dpflow_ct_image *ct, const struct dpflow_ct_pkt *pkts,
+	    uint16_t n, uint64_t now_ns, const uint32_t *user_new,
+	    const struct dpflow_ct_value *const *init,
+	    struct dpflow_ct_result *res, struct dpflow_ct_value *vals)
 {
 	struct dpflow_ct_key keys[CT_CHUNK];
 	struct dpflow_ct_loc loc[CT_CHUNK];
@@ -288,39 +404,48 @@ uint16_t dpflow_ct_process_burst(struct dpflow_ct_image *ct,
 			DPFLOW_PREFETCH(&ctrl[loc[j].b2 * DPFLOW_CT_SLOTS]);
 		}
 		for (uint16_t j = 0; j < m; j++) {
-			prefetch_matches(ct, ctrl, loc[j].b1, loc[j].sig);
-			prefetch_matches(ct, ctrl, loc[j].b2, loc[j].sig);
+			prefetch_matches(ct, ctrl, loc[j].b1, loc[j].sig,
+					 vals != NULL);
+			prefetch_matches(ct, ctrl, loc[j].b2, loc[j].sig,
+					 vals != NULL);
 		}
 		for (uint16_t j = 0; j < m; j++) {
 			const struct dpflow_ct_pkt *p = &pkts[base + j];
 
-			dpflow_ct_process_key_impl(
+			dpflow_ct_track_key_impl(
 			    ct, &keys[j], hash[j], from_lo[j], p->proto,
 			    p->tcp_flags, now_ns,
-			    user_new ? user_new[base + j] : 0, &res[base + j]);
+			    user_new ? user_new[base + j] : 0,
+			    init ? init[base + j] : NULL, &res[base + j],
+			    vals ? &vals[base + j] : NULL);
 		}
 	}
 	return n;
 }
 
+uint16_t dpflow_ct_track_burst(struct dpflow_ct_image *ct,
+			       const struct dpflow_ct_pkt *pkts, uint16_t n,
+			       uint64_t now_ns, const uint32_t *user_new,
+			       const struct dpflow_ct_value *const *init,
+			       struct dpflow_ct_result *res,
+			       struct dpflow_ct_value *vals)
+{
+	return track_burst(ct, pkts, n, now_ns, user_new, init, res, vals);
+}
+
+uint16_t dpflow_ct_process_burst(struct dpflow_ct_image *ct,
+				 const struct dpflow_ct_pkt *pkts, uint16_t n,
+				 uint64_t now_ns, const uint32_t *user_new,
+				 struct dpflow_ct_result *res)
+{
+	return track_burst(ct, pkts, n, now_ns, user_new, NULL, res, NULL);
+}
+
 /* ---- control thread ------------------------------------------------------ */
 
-/* The tuple of @key as the initiator sent it. */
-static void key_to_orig(const uint64_t *key, bool orig_lo,
-			struct dpflow_ct_pkt *p)
+static bool is_alias(uint64_t w)
 {
-	uint8_t lo[16], hi[16];
-	uint16_t lo_port = (uint16_t)key[4], hi_port = (uint16_t)(key[4] >> 16);
-
-	memcpy(lo, &key[0], 16);
-	memcpy(hi, &key[2], 16);
-	memset(p, 0, sizeof(*p));
-	memcpy(p->src, orig_lo ? lo : hi, 16);
-	memcpy(p->dst, orig_lo ? hi : lo, 16);
-	p->sport = orig_lo ? lo_port : hi_port;
-	p->dport = orig_lo ? hi_port : lo_port;
-	p->proto = (uint8_t)(key[4] >> 32);
-	p->family = (uint8_t)(key[4] >> 40);
+	return (w & DPFLOW_CT_W_ALIAS) != 0;
 }
 
 /* Fill @info from slot @i whose control word was @w, at @now_ns. */
@@ -328,19 +453,34 @@ static void describe(struct dpflow_ct_image *ct, uint32_t i, uint64_t w,
 		     uint64_t now_ns, struct dpflow_ct_info *info)
 {
 	const struct dpflow_ct_slot *s = &dpflow_ct_slots(ct)[i];
-	uint64_t key[5];
+	struct dpflow_ct_key key;
 	uint64_t now_ms = now_ns / NS_PER_MS;
 	uint32_t idle = (uint32_t)now_ms - dpflow_ct_w_time(w);
+	bool orig_lo = (w & DPFLOW_CT_W_ORIG_LO) != 0;
 
 	for (unsigned j = 0; j < 5; j++)
-		key[j] = dpflow_atomic_load64(&s->key[j]);
+		key.w[j] = dpflow_atomic_load64(&s->key[j]);
 	memset(info, 0, sizeof(*info));
 	info->conn = i;
 	info->user = dpflow_atomic_load32(&s->user);
 	info->state = (uint8_t)dpflow_ct_w_state(w);
 	info->replied = (w & DPFLOW_CT_W_REPLIED) != 0;
 	info->dead = (w & DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_DEAD;
-	key_to_orig(key, (w & DPFLOW_CT_W_ORIG_LO) != 0, &info->orig);
+	dpflow_ct_key_tuple(&key, orig_lo, &info->orig);
+	dpflow_ct_value_load(ct, i, &info->value);
+	info->reply_slot = dpflow_atomic_load32(&s->twin);
+	if (info->reply_slot >= dpflow_ct_n_slots(ct))
+		info->reply_slot = DPFLOW_TABLE_MISS;
+	/* replies: the translated tuple, reversed */
+	dpflow_ct_key_tuple(&key, !orig_lo, &info->reply);
+	if (info->value.flags & DPFLOW_CT_VAL_SNAT) {
+		memcpy(info->reply.dst, info->value.nat_src, 16);
+		info->reply.dport = info->value.nat_sport;
+	}
+	if (info->value.flags & DPFLOW_CT_VAL_DNAT) {
+		memcpy(info->reply.src, info->value.nat_dst, 16);
+		info->reply.sport = info->value.nat_dport;
+	}
 	/* a last-seen time in the future (another thread's clock) reads as
 	 * now */
 	if (idle >= 0x80000000u || idle > now_ms)
@@ -350,9 +490,10 @@ static void describe(struct dpflow_ct_image *ct, uint32_t i, uint64_t w,
 }
 
 /*
- * Free slot @i if its control word is still @w (READY or DEAD): BUSY, read
- * the report, FREE with the next generation. Returns false if the word
- * changed (a packet refreshed it, or it went away).
+ * Free connection @i if its control word is still @w (READY or DEAD, not
+ * a reply key): BUSY, read the report, free its reply key and binding,
+ * FREE with the next generation. Returns false if the word changed (a
+ * packet refreshed it, or it went away).
  */
 static bool free_slot(struct dpflow_ct_image *ct, uint32_t i, uint64_t w,
 		      uint64_t now_ns, unsigned stat, dpflow_ct_cb cb,
@@ -366,6 +507,7 @@ static bool free_slot(struct dpflow_ct_image *ct, uint32_t i, uint64_t w,
 		return false;
 	if (cb)
 		describe(ct, i, w, now_ns, &info);
+	dpflow_ct_unbind(ct, i);
 	dpflow_atomic_store64_rel(
 	    &ctrl[i], (w + (1ull << DPFLOW_CT_W_GEN_SHIFT)) & DPFLOW_CT_W_GEN);
 	dpflow_atomic_add64(&ct->n_live, (uint64_t)-1);
@@ -375,11 +517,13 @@ static bool free_slot(struct dpflow_ct_image *ct, uint32_t i, uint64_t w,
 	return true;
 }
 
+/* A connection (not a reply key) READY or DEAD. */
 static bool is_live(uint64_t w)
 {
 	uint64_t st = w & DPFLOW_CT_W_STATUS;
 
-	return st == DPFLOW_CT_W_READY || st == DPFLOW_CT_W_DEAD;
+	return (st == DPFLOW_CT_W_READY || st == DPFLOW_CT_W_DEAD) &&
+	       !is_alias(w);
 }
 
 uint32_t dpflow_ct_age(struct dpflow_ct_image *ct, uint64_t now_ns,
@@ -395,8 +539,10 @@ uint32_t dpflow_ct_age(struct dpflow_ct_image *ct, uint64_t now_ns,
 	for (; left; left--, i = i + 1 == n ? 0 : i + 1) {
 		uint64_t w = dpflow_atomic_load64(&ctrl[i]);
 
-		/* a refreshed word fails the CAS: look at it again */
-		while (((w & DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_DEAD ||
+		/* a refreshed word fails the CAS: look at it again; reply
+		 * keys go with their connections */
+		while (!is_alias(w) &&
+		       ((w & DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_DEAD ||
 			((w & DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_READY &&
 			 dpflow_ct_expired(ct, w, now_ms)))) {
 			if (free_slot(ct, i, w, now_ns, DPFLOW_CT_STAT_EXPIRED,
@@ -423,6 +569,19 @@ static int check_conn(const struct dpflow_ct_image *ct, uint32_t conn,
 	return 0;
 }
 
+/* -ENOENT for slot @conn, whose word @w is not a live connection. */
+static int no_conn(struct dpflow_ct_image *ct, uint32_t conn, uint64_t w,
+		   struct dpflow_error *err)
+{
+	if (is_alias(w) && (w & DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_READY)
+		return dpflow_error_set(
+		    err, ENOENT, "conn",
+		    "ct: slot %u is the reply key of connection %u", conn,
+		    dpflow_atomic_load32(&dpflow_ct_slots(ct)[conn].twin));
+	return dpflow_error_set(err, ENOENT, "conn", "ct: no connection at %u",
+				conn);
+}
+
 int dpflow_ct_remove(struct dpflow_ct_image *ct, uint32_t conn,
 		     struct dpflow_error *err)
 {
@@ -434,9 +593,7 @@ int dpflow_ct_remove(struct dpflow_ct_image *ct, uint32_t conn,
 		uint64_t w = dpflow_atomic_load64(&dpflow_ct_ctrl(ct)[conn]);
 
 		if (!is_live(w))
-			return dpflow_error_set(err, ENOENT, "conn",
-						"ct: no connection at %u",
-						conn);
+			return no_conn(ct, conn, w, err);
 		if (free_slot(ct, conn, w, 0, DPFLOW_CT_STAT_REMOVED, NULL,
 			      NULL))
 			return 0;
@@ -476,9 +633,7 @@ int dpflow_ct_get(struct dpflow_ct_image *ct, uint32_t conn, uint64_t now_ns,
 		uint64_t w = dpflow_atomic_load64_acq(&ctrl[conn]);
 
 		if (!is_live(w))
-			return dpflow_error_set(err, ENOENT, "conn",
-						"ct: no connection at %u",
-						conn);
+			return no_conn(ct, conn, w, err);
 		describe(ct, conn, w, now_ns, info);
 		dpflow_atomic_fence_acq();
 		if ((dpflow_atomic_load64(&ctrl[conn]) & DPFLOW_CT_W_IDENT) ==
@@ -496,7 +651,7 @@ int dpflow_ct_set_user(struct dpflow_ct_image *ct, uint32_t conn, uint32_t user,
 	if (rc)
 		return rc;
 	w = dpflow_atomic_load64_acq(&dpflow_ct_ctrl(ct)[conn]);
-	if ((w & DPFLOW_CT_W_STATUS) != DPFLOW_CT_W_READY)
+	if ((w & DPFLOW_CT_W_STATUS) != DPFLOW_CT_W_READY || is_alias(w))
 		return dpflow_error_set(err, ENOENT, "conn",
 					"ct: no live connection at %u", conn);
 	dpflow_atomic_store32(&dpflow_ct_slots(ct)[conn].user, user);
@@ -508,10 +663,12 @@ uint32_t dpflow_ct_count(struct dpflow_ct_image *ct)
 	const uint64_t *ctrl = dpflow_ct_ctrl(ct);
 	uint32_t n = dpflow_ct_n_slots(ct), count = 0;
 
-	for (uint32_t i = 0; i < n; i++)
-		if ((dpflow_atomic_load64(&ctrl[i]) & DPFLOW_CT_W_STATUS) ==
-		    DPFLOW_CT_W_READY)
-			count++;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t w = dpflow_atomic_load64(&ctrl[i]);
+
+		count += (w & DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_READY &&
+			 !is_alias(w);
+	}
 	return count;
 }
 
@@ -520,4 +677,21 @@ void dpflow_ct_stats_get(struct dpflow_ct_image *ct, struct dpflow_ct_stats *s)
 	s->live = dpflow_atomic_load64(&ct->n_live);
 	for (unsigned i = 0; i < DPFLOW_CT_STAT__COUNT; i++)
 		s->stat[i] = dpflow_atomic_load64(&ct->stats[i]);
+}
+
+int dpflow_ct_pool_stats_get(struct dpflow_ct_image *ct, unsigned pool,
+			     struct dpflow_ct_pool_stats *s,
+			     struct dpflow_error *err)
+{
+	const struct dpflow_ct_pool *p;
+
+	if (pool >= ct->n_pools)
+		return dpflow_error_set(err, EINVAL, "pool",
+					"ct: no pool %u (%u pools)", pool,
+					ct->n_pools);
+	p = &dpflow_ct_pools(ct)[pool];
+	s->bound = dpflow_atomic_load64(&p->bound);
+	s->exhausted = dpflow_atomic_load64(&p->exhausted);
+	s->size = p->n_addrs * ((uint32_t)p->port_hi - p->port_lo + 1);
+	return 0;
 }

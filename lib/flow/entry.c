@@ -248,13 +248,17 @@ static int entry_encap(struct dpflow_entry *e, struct dpflow_error *err)
 }
 
 /*
- * Write entry @e's part of the plan (its slot is unused until the flip).
- * Cannot fail: validate() took its handler's slot.
+ * Write entry @e's part of the plan (its slot is unused until the flip),
+ * where the pipe's hits read it. Cannot fail: validate() took its
+ * handler's slot.
  */
 static void plan_entry_publish(struct dpflow_ctx *ctx, struct dpflow_entry *e)
 {
 	struct dpflow_pipe *pipe = e->pipe;
 
+	/* a pipe whose hits never read it keeps its pages untouched */
+	if (!pipe->plan.reads_entries)
+		return;
 	(void)dpflow_plan_entry_build(ctx, e, &pipe->plan_entries[e->index],
 				      NULL);
 	if (pipe->plan_encaps && e->encap)
@@ -273,7 +277,7 @@ static int validate(struct dpflow_ctx *ctx, struct dpflow_entry *e,
 					"pipe '%s' is a ct pipe: packets make "
 					"its connections, it takes no entries",
 					pipe->name);
-	if (pipe->cfg.type == DPFLOW_PIPE_HASH &&
+	if (pipe->cfg.type == DPFLOW_PIPE_HASH && !pipe->cfg.maglev_slots &&
 	    c->hash_index >= pipe->cfg.size)
 		return dpflow_error_set(err, EINVAL, "hash_index",
 					"hash_index %u, pipe '%s' has slots "

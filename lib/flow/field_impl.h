@@ -180,6 +180,9 @@ DPF_HD static inline void dpflow_field_get(const uint8_t *frame,
 	case DPFLOW_FIELD_TUN_ID:
 		dpflow_key_put32(k, m->tun_type ? m->tun_id : 0);
 		break;
+	case DPFLOW_FIELD_TUN_INVALID:
+		k[0] = (uint8_t)((m->flags & DPFLOW_META_F_TUN_INVALID) != 0);
+		break;
 	case DPFLOW_FIELD_META_COLOR:
 		k[0] = m->color;
 		break;

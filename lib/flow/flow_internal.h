@@ -20,6 +20,7 @@
 
 #include "dpflow/flow.h"
 #include "dpflow/meta.h"
+#include "dpflow/trace.h"
 #include "flow/plan.h"
 
 #define TABLE_MISS UINT32_MAX
@@ -166,6 +167,9 @@ struct dpflow_pipe {
 	size_t plan_entries_bytes, plan_encaps_bytes;
 };
 
+/* dpflow_ctx.trace_req */
+enum { CTX_TRACE_IDLE = 0, CTX_TRACE_ASKED, CTX_TRACE_TAKEN, CTX_TRACE_DONE };
+
 /* Handlers the plan names by slot (PLAN_FWD_HANDLER's target). */
 #define FLOW_PLAN_HANDLERS_MAX 64
 
@@ -221,6 +225,13 @@ struct dpflow_ctx {
 	struct dpflow_counters *shared_counters;
 	struct dpflow_meters *shared_meters;
 	bool check_only; /* ports are placeholders (dpflow_ctx_params) */
+	/* a control thread's trace request (dpflow_ctx_trace_next): state
+	 * CTX_TRACE_*, the port asked (-1: any) and packets; the data thread
+	 * that takes it fills trace_buf and says how many in trace_got */
+	unsigned trace_req;
+	int trace_port;
+	unsigned trace_n, trace_got;
+	struct dpflow_trace trace_buf[DPFLOW_TRACE_PKTS_MAX];
 };
 
 /* Table kinds (pipe_table.c). */

@@ -7,11 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpflow/maglev.h"
+
 #include "flow/ct.h"
 #include "flow/flow_internal.h"
 #include "flow/hash_impl.h"
 #include "flow/table_acl.h"
 #include "flow/table_exact.h"
+#include "flow/table_hash_impl.h"
 #include "flow/table_lpm.h"
 
 /* ---- BASIC: exact match -------------------------------------------------- */
@@ -492,22 +495,45 @@ static const struct table_kind acl_kind = {
     .lookup = acl_lookup,
 };
 
-/* ---- HASH: the entry at slot hash(key) % size ---------------------------
+/* ---- HASH: the entry at slot hash(key) % slots ----------------------------
  *
- * An image is an array of cfg.size entry indices (TABLE_MISS when empty):
- * position-independent, changed in place, replayed after the flip.
+ * The image (table_hash_impl.h) is a slot count, then the slots: entry
+ * indices, TABLE_MISS when free. Position-independent.
+ *
+ * A plain HASH pipe has cfg.size slots and each entry names its own
+ * (hash_index): the image is changed in place and the batch replayed after
+ * the flip.
+ *
+ * A Maglev pipe (cfg.maglev_slots) is a rebuild kind: its entries are
+ * members (a name and a weight), and apply builds the whole slot array
+ * from the member set the batch leaves (maglev.h) into the image readers
+ * do not use, so a batch costs one build (milliseconds at 65537 slots)
+ * however many members it adds, removes or reweights, and the flip publishes it
+ * whole; sync copies it to the other image. The member set of the newest
+ * image is the kind's state. hash_create() gives a Maglev pipe its own
+ * kind (the table kind is chosen by pipe type, before the config is
+ * looked at).
  */
 
-static int hash_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
+static int hash_images(struct dpflow_pipe *pipe, uint32_t n_slots,
+		       struct dpflow_error *err)
 {
-	size_t bytes = (size_t)pipe->cfg.size * sizeof(uint32_t);
+	size_t bytes = dpflow_hash_image_bytes(n_slots);
 
 	for (int i = 0; i < 2; i++) {
-		pipe->images[i] = malloc(bytes);
-		if (!pipe->images[i])
+		struct dpflow_hash_image *img = malloc(bytes);
+
+		if (!img) {
+			free(pipe->images[0]);
+			pipe->images[0] = NULL;
 			return dpflow_error_set(err, ENOMEM, NULL,
 						"out of memory");
-		memset(pipe->images[i], 0xff, bytes);
+		}
+		img->n_slots = n_slots;
+		img->reserved = 0;
+		memset(dpflow_hash_slots(img), 0xff,
+		       (size_t)n_slots * sizeof(uint32_t));
+		pipe->images[i] = img;
 	}
 	pipe->image_size = bytes;
 	return 0;
@@ -519,44 +545,83 @@ static void hash_destroy(struct dpflow_pipe *pipe)
 		free(pipe->images[i]);
 }
 
+static int maglev_create(struct dpflow_pipe *pipe, struct dpflow_error *err);
+
+static int hash_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
+{
+	if (pipe->cfg.maglev_slots)
+		return maglev_create(pipe, err);
+	return hash_images(pipe, pipe->cfg.size, err);
+}
+
+/* What a plain HASH pipe's entry may not carry. */
+static int hash_entry_check(const struct dpflow_pipe *pipe,
+			    const struct dpflow_entry_cfg *c,
+			    struct dpflow_error *err)
+{
+	if (c->member[0])
+		return dpflow_error_set(err, EINVAL, "member",
+					"pipe '%s' is a plain hash pipe: "
+					"'member' is for maglev pipes",
+					pipe->name);
+	if (c->weight)
+		return dpflow_error_set(err, EINVAL, "weight",
+					"pipe '%s' is a plain hash pipe: "
+					"'weight' is for maglev pipes",
+					pipe->name);
+	return 0;
+}
+
 static int hash_apply(struct dpflow_pipe *pipe, unsigned which,
 		      const struct table_op *ops, unsigned n, unsigned *failed,
 		      struct dpflow_error *err)
 {
-	uint32_t *slots = pipe->images[which];
+	uint32_t *slots = dpflow_hash_slots(pipe->images[which]);
 	unsigned i;
+	int rc = 0;
 
 	for (i = 0; i < n; i++) {
 		uint32_t at = ops[i].e->cfg.hash_index;
 
-		if (ops[i].add && slots[at] != TABLE_MISS)
-			break;
+		if (ops[i].add) {
+			rc = hash_entry_check(pipe, &ops[i].e->cfg, err);
+			if (rc)
+				break;
+			if (slots[at] != TABLE_MISS) {
+				rc = dpflow_error_set(
+				    err, EEXIST, "hash_index",
+				    "pipe '%s': slot %u already has an entry",
+				    pipe->name, at);
+				break;
+			}
+		}
 		slots[at] = ops[i].add ? ops[i].value : TABLE_MISS;
 	}
-	if (i == n)
+	if (!rc)
 		return 0;
 	*failed = i;
-	dpflow_error_set(err, EEXIST, "hash_index",
-			 "pipe '%s': slot %u already has an entry", pipe->name,
-			 ops[i].e->cfg.hash_index);
 	while (i-- > 0) /* undo, newest first */
 		slots[ops[i].e->cfg.hash_index] =
 		    ops[i].add ? TABLE_MISS : ops[i].value;
-	return -EEXIST;
+	return rc;
 }
 
+/* Both kinds: hash every key, then read the slots (prefetched). */
 static void hash_lookup(const struct dpflow_pipe *pipe, const void *image,
 			const uint8_t *keys, uint16_t n, uint32_t *values)
 {
-	const uint32_t *slots = image;
+	const struct dpflow_hash_image *img =
+	    (const struct dpflow_hash_image *)image;
+	const uint32_t *slots = dpflow_hash_slots_const(img);
 
 	for (uint16_t i = 0; i < n; i++) {
-		uint32_t h =
-		    dpflow_hash32_impl(keys + (size_t)i * DPFLOW_KEY_MAX,
-				       pipe->key_len, pipe->cfg.hash_seed);
-
-		values[i] = slots[h % pipe->cfg.size];
+		values[i] = dpflow_hash_slot_impl(
+		    img, keys + (size_t)i * DPFLOW_KEY_MAX, pipe->key_len,
+		    pipe->cfg.hash_seed);
+		DPFLOW_PREFETCH(&slots[values[i]]);
 	}
+	for (uint16_t i = 0; i < n; i++)
+		values[i] = slots[values[i]];
 }
 
 static const struct table_kind hash_kind = {
@@ -565,6 +630,210 @@ static const struct table_kind hash_kind = {
     .apply = hash_apply,
     .lookup = hash_lookup,
 };
+
+/* A Maglev pipe's state: which entry indices are members of the newest
+ * image (cfg.size flags). */
+struct maglev_state {
+	uint8_t *in;
+};
+
+static void maglev_destroy(struct dpflow_pipe *pipe)
+{
+	struct maglev_state *st = pipe->kind_state;
+
+	hash_destroy(pipe);
+	if (st)
+		free(st->in);
+	free(st);
+	pipe->kind_state = NULL;
+}
+
+static void maglev_sync(struct dpflow_pipe *pipe, unsigned from, unsigned to)
+{
+	memcpy(pipe->images[to], pipe->images[from], pipe->image_size);
+}
+
+/* What a Maglev pipe's entry must be: a member with a name and a weight,
+ * no slot. */
+static int maglev_entry_check(const struct dpflow_pipe *pipe,
+			      const struct dpflow_entry_cfg *c,
+			      struct dpflow_error *err)
+{
+	if (c->hash_index)
+		return dpflow_error_set(err, EINVAL, "hash_index",
+					"pipe '%s' is a maglev pipe: its "
+					"entries are members, they name no "
+					"slot (hash_index %u)",
+					pipe->name, c->hash_index);
+	if (!c->member[0] || !memchr(c->member, 0, sizeof(c->member)))
+		return dpflow_error_set(err, EINVAL, "member",
+					"pipe '%s' is a maglev pipe: an entry "
+					"needs a member name of 1 to %u bytes",
+					pipe->name, DPFLOW_MAGLEV_NAME_MAX);
+	if (c->weight > DPFLOW_MAGLEV_WEIGHT_MAX)
+		return dpflow_error_set(
+		    err, EINVAL, "weight", "member '%s': weight %u, at most %u",
+		    c->member, c->weight, DPFLOW_MAGLEV_WEIGHT_MAX);
+	return 0;
+}
+
+static int by_member(const void *a, const void *b)
+{
+	return strcmp((*(const struct dpflow_entry *const *)a)->cfg.member,
+		      (*(const struct dpflow_entry *const *)b)->cfg.member);
+}
+
+/* The position in @ops of the add that brought entry @a or @b (the later
+ * one), or @n when neither came with the batch. */
+static unsigned op_adding(const struct table_op *ops, unsigned n,
+			  const struct dpflow_entry *a,
+			  const struct dpflow_entry *b)
+{
+	for (unsigned i = n; i-- > 0;)
+		if (ops[i].add && (ops[i].e == a || ops[i].e == b))
+			return i;
+	return n;
+}
+
+/*
+ * The members @ms (@n_ms entries) checked whole, once sorted by name: no
+ * name twice, weights within 32 bits. 0, or the error with *@failed the
+ * op at fault.
+ */
+static int maglev_set_check(const struct dpflow_pipe *pipe,
+			    const struct dpflow_entry **ms, uint32_t n_ms,
+			    const struct table_op *ops, unsigned n,
+			    unsigned *failed, struct dpflow_error *err)
+{
+	uint64_t total = 0;
+
+	qsort(ms, n_ms, sizeof(*ms), by_member);
+	for (uint32_t j = 0; j < n_ms; j++) {
+		total += ms[j]->cfg.weight;
+		if (j && !strcmp(ms[j - 1]->cfg.member, ms[j]->cfg.member)) {
+			*failed = op_adding(ops, n, ms[j - 1], ms[j]);
+			return dpflow_error_set(err, EEXIST, "member",
+						"pipe '%s': member '%s' is "
+						"there already",
+						pipe->name, ms[j]->cfg.member);
+		}
+	}
+	if (total > UINT32_MAX) {
+		/* the last add that brought a weight */
+		for (unsigned i = n; i-- > 0;)
+			if (ops[i].add && ops[i].e->cfg.weight) {
+				*failed = i;
+				break;
+			}
+		return dpflow_error_set(err, EINVAL, "weight",
+					"pipe '%s': the members' weights add "
+					"up to %llu, at most %u",
+					pipe->name, (unsigned long long)total,
+					UINT32_MAX);
+	}
+	return 0;
+}
+
+static int maglev_apply(struct dpflow_pipe *pipe, unsigned which,
+			const struct table_op *ops, unsigned n,
+			unsigned *failed, struct dpflow_error *err)
+{
+	struct maglev_state *st = pipe->kind_state;
+	struct dpflow_hash_image *img = pipe->images[which];
+	uint32_t *slots = dpflow_hash_slots(img), size = pipe->cfg.size;
+	const struct dpflow_entry **ms = NULL;
+	struct dpflow_maglev_member *mb = NULL;
+	uint8_t *in = malloc(size);
+	uint32_t n_ms = 0;
+	int rc = 0;
+
+	*failed = n ? n - 1 : 0; /* out of memory: the batch's last op */
+	if (!in)
+		goto nomem;
+	memcpy(in, st->in, size);
+	for (unsigned i = 0; i < n; i++) {
+		if (ops[i].add) {
+			rc = maglev_entry_check(pipe, &ops[i].e->cfg, err);
+			if (rc) {
+				*failed = i;
+				goto out;
+			}
+		}
+		in[ops[i].value] = ops[i].add;
+	}
+	for (uint32_t k = 0; k < size; k++)
+		n_ms += in[k];
+	ms = calloc(n_ms ? n_ms : 1, sizeof(*ms));
+	mb = calloc(n_ms ? n_ms : 1, sizeof(*mb));
+	if (!ms || !mb)
+		goto nomem;
+	for (uint32_t k = 0, j = 0; k < size; k++)
+		if (in[k])
+			ms[j++] = &pipe->entries[k];
+	rc = maglev_set_check(pipe, ms, n_ms, ops, n, failed, err);
+	if (rc)
+		goto out;
+	for (uint32_t j = 0; j < n_ms; j++) {
+		mb[j].name = ms[j]->cfg.member;
+		mb[j].weight = ms[j]->cfg.weight;
+	}
+	/* checked above: only memory can fail, and then @slots is as it
+	 * was */
+	rc = dpflow_maglev_build(mb, n_ms, img->n_slots, slots);
+	if (rc)
+		goto nomem;
+	for (uint32_t s = 0; s < img->n_slots; s++)
+		slots[s] = slots[s] == DPFLOW_MAGLEV_NONE ? TABLE_MISS
+							  : ms[slots[s]]->index;
+	free(st->in);
+	st->in = in;
+	in = NULL;
+	goto out;
+nomem:
+	rc = dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+out:
+	free(mb);
+	free(ms);
+	free(in);
+	return rc;
+}
+
+static const struct table_kind maglev_kind = {
+    .create = hash_create,
+    .destroy = maglev_destroy,
+    .apply = maglev_apply,
+    .sync = maglev_sync,
+    .lookup = hash_lookup,
+};
+
+static int maglev_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
+{
+	uint32_t m = pipe->cfg.maglev_slots;
+	struct maglev_state *st;
+	int rc;
+
+	if (m < 3 || m > DPFLOW_MAGLEV_SIZE_MAX || !dpflow_maglev_is_prime(m))
+		return dpflow_error_set(err, EINVAL, "maglev_slots",
+					"pipe '%s': %u Maglev slots: expected "
+					"a prime in 3..%u",
+					pipe->name, m, DPFLOW_MAGLEV_SIZE_MAX);
+	st = calloc(1, sizeof(*st));
+	if (st)
+		st->in = calloc(pipe->cfg.size, 1);
+	if (!st || !st->in) {
+		free(st);
+		return dpflow_error_set(err, ENOMEM, NULL, "out of memory");
+	}
+	rc = hash_images(pipe, m, err);
+	if (rc) {
+		free(st->in);
+		free(st);
+		return rc;
+	}
+	pipe->kind_state = st;
+	pipe->kind = &maglev_kind; /* for the rest of the pipe's life */
+	return 0;
+}
 
 uint32_t dpflow_hash32(const void *key, unsigned len, uint32_t seed)
 {

@@ -10,8 +10,10 @@
  * Scratch space lives in the context: one data thread per context (the
  * runtime milestone gives each worker its own).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <urcu-qsbr.h>
 
 #include "dpflow/clock.h"
@@ -146,6 +148,23 @@ static void trace_hit(struct scratch *s, uint32_t idx, unsigned color, bool ran)
 		return;
 	t->step[t->n_steps - 1].color = (uint8_t)color;
 	t->step[t->n_steps - 1].actions = ran;
+}
+
+/* A control thread asked for a trace (dpflow_ctx_trace_next): take the
+ * request if this burst's port is the one asked, and arm this burst. */
+static void trace_take(struct dpflow_ctx *ctx, struct scratch *s,
+		       uint16_t port)
+{
+	unsigned st = CTX_TRACE_ASKED;
+
+	if (ctx->trace_port >= 0 && ctx->trace_port != port)
+		return;
+	if (!__atomic_compare_exchange_n(&ctx->trace_req, &st, CTX_TRACE_TAKEN,
+					 false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return;
+	s->trace_arm = ctx->trace_buf;
+	s->trace_arm_n = ctx->trace_n;
 }
 
 /* Start this burst's traces, if armed: its first packets. */
@@ -637,6 +656,10 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 	}
 	gen = __atomic_load_n(&ctx->gen, __ATOMIC_ACQUIRE);
 	s->now_ns = dpflow_clock_ns();
+	if (DPFLOW_UNLIKELY(__atomic_load_n(&ctx->trace_req,
+					    __ATOMIC_RELAXED) ==
+			    CTX_TRACE_ASKED))
+		trace_take(ctx, s, port);
 	if (DPFLOW_UNLIKELY(s->trace_arm_n))
 		trace_start(s, idx, n, port);
 	root = port < ctx->n_ports ? ctx->ports[port].root : NULL;
@@ -716,9 +739,54 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 		dpflow_pool_free_bulk(ctx->pool, s->drop.idx, s->drop.n);
 		s->drop.n = 0;
 	}
+	if (DPFLOW_UNLIKELY(s->trace == ctx->trace_buf)) {
+		/* a control thread's request: hand the traces over */
+		ctx->trace_got = s->trace_n;
+		__atomic_store_n(&ctx->trace_req, CTX_TRACE_DONE,
+				 __ATOMIC_RELEASE);
+	}
 	s->trace = NULL;
 	s->trace_n = 0;
 	return n;
+}
+
+int dpflow_ctx_trace_next(struct dpflow_ctx *ctx, int port, unsigned n,
+			  unsigned timeout_ms, struct dpflow_trace *out)
+{
+	unsigned st = CTX_TRACE_IDLE;
+	uint64_t end = dpflow_clock_mono_ns() + (uint64_t)timeout_ms * 1000000;
+	int got = 0;
+
+	if (!n || n > DPFLOW_TRACE_PKTS_MAX || !out)
+		return -EINVAL;
+	if (__atomic_load_n(&ctx->trace_req, __ATOMIC_ACQUIRE) !=
+	    CTX_TRACE_IDLE)
+		return -EBUSY;
+	ctx->trace_port = port;
+	ctx->trace_n = n;
+	ctx->trace_got = 0;
+	if (!__atomic_compare_exchange_n(&ctx->trace_req, &st, CTX_TRACE_ASKED,
+					 false, __ATOMIC_RELEASE,
+					 __ATOMIC_RELAXED))
+		return -EBUSY;
+	for (;;) {
+		st = __atomic_load_n(&ctx->trace_req, __ATOMIC_ACQUIRE);
+		if (st == CTX_TRACE_DONE)
+			break;
+		/* not taken in time: withdraw it (a data thread that took
+		 * it meanwhile finishes its burst: wait for that) */
+		if (st == CTX_TRACE_ASKED && dpflow_clock_mono_ns() >= end &&
+		    __atomic_compare_exchange_n(&ctx->trace_req, &st,
+						CTX_TRACE_IDLE, false,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return 0;
+		usleep(1000);
+	}
+	got = (int)ctx->trace_got;
+	memcpy(out, ctx->trace_buf, (size_t)got * sizeof(*out));
+	__atomic_store_n(&ctx->trace_req, CTX_TRACE_IDLE, __ATOMIC_RELEASE);
+	return got;
 }
 
 void dpflow_ctx_thread_trace(struct dpflow_ctx *ctx,

@@ -1,6 +1,6 @@
 /*
  * Packet edit actions: the CPU instantiation of pkt_edit_impl.h and the
- * control calls (template building, validation).
+ * control calls (template building for dpflow/pkt_edit.h, validation).
  *
  * The data-path functions are thin out-of-line wrappers that turn a pool
  * slot into (metadata, buffer) and call the shared code; any worker thread.
@@ -132,7 +132,7 @@ int dpflow_edit_encap_build(struct dpflow_edit_encap *t,
 		ip[9] = proto;
 		memcpy(ip + 12, p->src, 4);
 		memcpy(ip + 16, p->dst, 4);
-		t->ip_sum = dpflow_csum_fold(dpflow_csum_add(0, ip, 20));
+		t->ip_sum = dpflow_encap_ipv4_sum(ip);
 		t->l4_off = 34;
 	} else {
 		ip[0] = (uint8_t)(0x60 | p->tos >> 4);

@@ -3,11 +3,12 @@
  *
  * Owns the actions that rewrite packets (MAC, ethertype, TTL, NAT, DSCP,
  * VLAN push/pop, encap/decap of VXLAN, GENEVE, GRE, IP-in-IP, generic
- * field set/add/copy, metadata registers). The code and the parameter
- * types live in pkt_edit_impl.h (DPF_HD, shared with the GPU target); this
- * header adds out-of-line CPU functions that take a packet by pool slot,
- * and the control calls that validate actions and build encapsulation
- * templates.
+ * field set/add/copy, metadata registers). The checksums, NAT rewrites and
+ * encapsulation headers they use are the public module dpflow/pkt_edit.h;
+ * the actions and their parameter types live in pkt_edit_impl.h (DPF_HD,
+ * shared with the GPU target); this header adds out-of-line CPU functions
+ * that take a packet by pool slot, and the control call that validates
+ * actions.
  *
  * Data path (any worker thread; a packet belongs to one thread at a time):
  * every dpflow_edit_<action>(pool, idx, ...) rewrites the frame of slot
@@ -24,8 +25,8 @@
  * plain position-independent bytes: copy them with memcpy (into an action
  * image, or to the GPU).
  */
-#ifndef DPFLOW_PKT_EDIT_H
-#define DPFLOW_PKT_EDIT_H
+#ifndef DPFLOW_FLOW_PKT_EDIT_H
+#define DPFLOW_FLOW_PKT_EDIT_H
 
 #include <stdint.h>
 
@@ -35,15 +36,7 @@
 
 /* ---- control ------------------------------------------------------------ */
 
-/*
- * Validate @p and build the template @t (overwritten; on error zeroed, so
- * that the data path rejects it). Returns 0 or -EINVAL with @err naming
- * the field ("type", "ip_version", "inner_eth", "flags", "opt_len", "vni",
- * "flow_label", "sport_min", "sport_max", "udp_dport").
- */
-int dpflow_edit_encap_build(struct dpflow_edit_encap *t,
-			    const struct dpflow_edit_encap_params *p,
-			    struct dpflow_error *err);
+/* dpflow_edit_encap_build() is public: dpflow/pkt_edit.h. */
 
 /*
  * Check that action @a can run: op known, parameters in range (DSCP,
@@ -116,4 +109,4 @@ unsigned dpflow_edit_field_copy(const struct dpflow_pool *pool, uint32_t idx,
 				const struct dpflow_edit_field *dst,
 				const struct dpflow_edit_field *src);
 
-#endif /* DPFLOW_PKT_EDIT_H */
+#endif /* DPFLOW_FLOW_PKT_EDIT_H */

@@ -11,10 +11,13 @@
  *
  * Everything here is DPF_HD, written in the common subset of C11 and CUDA
  * C++ (DESIGN.md §1): no allocation, no logging, no libc beyond
- * memcpy/memset, no tables in static memory. The action parameters
- * (struct dpflow_edit_action and the encapsulation template in it) are
- * plain bytes with no pointers: they can be copied with memcpy into an
- * action-data array and to device memory.
+ * memcpy/memset, no tables in static memory. The checksums, the NAT
+ * rewrites and the outer headers of an encapsulation are the public
+ * module's (include/dpflow/pkt_edit.h): this file adds what needs the
+ * parser's metadata (which header is where, re-parsing after a change). The
+ * action parameters (struct dpflow_edit_action and the encapsulation template
+ * in it) are plain bytes with no pointers: they can be copied with memcpy into
+ * an action-data array and to device memory.
  *
  * Contract of every dpflow_edit_*_impl(m, buf, ...) function:
  *  - @m is a packet's metadata as filled by the parser (m->drop == 0), @buf
@@ -29,10 +32,11 @@
  *    update the fields they change (addresses, ports, TTL, TOS); VLAN push
  *    and pop shift the offsets; edits that change the frame's structure
  *    (encap, decap, ethertype, field writes in headers) re-run the parser.
- *  - Checksums are updated incrementally (RFC 1624 eqn. 3), so the result
- *    equals a full recomputation, including the 0x0000 / 0xffff choice.
- *    A UDP checksum of zero means "none" and stays zero; a UDP checksum
- *    that becomes zero is sent as 0xffff (RFC 768).
+ *  - Checksums are updated incrementally (RFC 1624 eqn. 3, through
+ *    dpflow/pkt_edit.h), so the result equals a full recomputation,
+ *    including the 0x0000 / 0xffff choice. A UDP checksum of zero means
+ *    "none" and stays zero; a UDP checksum that becomes zero is sent as
+ *    0xffff (RFC 768).
  *  - Only the outer (first) header set is rewritten by the named actions;
  *    the field actions can address the inner headers too.
  * Reentrant: a packet belongs to one thread at a time.
@@ -43,26 +47,11 @@
 #include <string.h>
 
 #include "dpflow/meta.h"
+#include "dpflow/pkt_edit.h"
 #include "parse/parse_impl.h"
 
 /* Most bytes one field set or copy writes. */
 #define DPFLOW_EDIT_FIELD_MAX 16
-/* Most GENEVE option bytes an encapsulation template carries. */
-#define DPFLOW_EDIT_GENEVE_OPT_MAX 64
-/* Largest outer header: Ethernet, IPv6, UDP, GENEVE with options. */
-#define DPFLOW_EDIT_ENCAP_HDR_MAX (14 + 40 + 8 + 8 + DPFLOW_EDIT_GENEVE_OPT_MAX)
-/* Default UDP source port range of an encapsulation, Linux's default
- * ip_local_port_range (32768 60999). */
-#define DPFLOW_EDIT_SPORT_MIN 32768
-#define DPFLOW_EDIT_SPORT_MAX 60999
-/* Marks a template built by dpflow_edit_encap_build(). */
-#define DPFLOW_EDIT_ENCAP_MAGIC 0x64656e63u
-
-/* Which address or port an action rewrites. */
-enum dpflow_edit_dir {
-	DPFLOW_EDIT_SRC = 0,
-	DPFLOW_EDIT_DST = 1,
-};
 
 /* Where a field's offset counts from. */
 enum dpflow_edit_layer {
@@ -85,60 +74,6 @@ struct dpflow_edit_field {
 	uint16_t off;
 	uint8_t layer; /* enum dpflow_edit_layer */
 	uint8_t width; /* bytes: 1..16 for set and copy, 1..4 for add/regs */
-};
-
-/* Encapsulation flags (struct dpflow_edit_encap_params.flags). */
-#define DPFLOW_EDIT_ENCAP_F_DF		   0x01 /* outer IPv4: don't fragment */
-#define DPFLOW_EDIT_ENCAP_F_UDP_CSUM	   0x02 /* outer IPv4: UDP checksum */
-#define DPFLOW_EDIT_ENCAP_F_GRE_KEY	   0x04 /* GRE: key field (= vni) */
-#define DPFLOW_EDIT_ENCAP_F_GENEVE_CRIT	   0x08 /* GENEVE: C bit */
-#define DPFLOW_EDIT_ENCAP_F_FLOWLABEL_HASH 0x10 /* outer IPv6 flow label */
-#define DPFLOW_EDIT_ENCAP_F__ALL	   0x1f
-
-/*
- * What an encapsulation prepends. Validated and turned into a template by
- * dpflow_edit_encap_build() (pkt_edit.h); the data path only reads the
- * template.
- */
-struct dpflow_edit_encap_params {
-	uint8_t type;	    /* DPFLOW_TUN_VXLAN, _GENEVE, _GRE or _IPIP */
-	uint8_t ip_version; /* outer IP: 4 or 6 */
-	uint8_t inner_eth;  /* the inner packet keeps its Ethernet header:
-			       VXLAN 1, IP-in-IP 0, GENEVE/GRE either */
-	uint8_t ttl;	    /* outer TTL / hop limit; 0 selects 64 */
-	uint8_t tos;	    /* outer TOS / traffic class */
-	uint8_t flags;	    /* DPFLOW_EDIT_ENCAP_F_* */
-	uint8_t opt_len;    /* GENEVE option bytes (multiple of 4) */
-	uint8_t eth_dst[6];
-	uint8_t eth_src[6];
-	uint8_t src[16]; /* outer addresses, network order; IPv4: 4 bytes */
-	uint8_t dst[16];
-	uint32_t vni;	     /* VXLAN/GENEVE VNI (24 bits), GRE key */
-	uint32_t flow_label; /* outer IPv6 flow label (20 bits) */
-	uint16_t udp_dport;  /* 0 selects 4789 (VXLAN) or 6081 (GENEVE) */
-	uint16_t sport_min;  /* UDP source port range; 0 and 0 select */
-	uint16_t sport_max;  /* DPFLOW_EDIT_SPORT_MIN..MAX */
-	uint8_t opts[DPFLOW_EDIT_GENEVE_OPT_MAX]; /* GENEVE options, as sent */
-};
-
-/*
- * A built encapsulation: the outer headers as they will be sent, with the
- * per-packet fields (lengths, checksums, UDP source port, protocol of an
- * IP payload, hashed flow label) patched in by the data path.
- */
-struct dpflow_edit_encap {
-	uint32_t magic; /* DPFLOW_EDIT_ENCAP_MAGIC */
-	uint8_t type;	/* enum dpflow_tun_type */
-	uint8_t ip_version;
-	uint8_t inner_eth;
-	uint8_t flags;
-	uint16_t hdr_len;    /* bytes of hdr */
-	uint16_t l4_off;     /* outer UDP / GRE header in hdr (IPIP: hdr_len) */
-	uint16_t sport_min;  /* UDP source port = sport_min + hash scaled to */
-	uint16_t sport_span; /* sport_span */
-	uint32_t ip_sum;     /* IPv4: folded sum of the header's 16-bit words
-				with length, checksum (and IPIP protocol) 0 */
-	uint8_t hdr[DPFLOW_EDIT_ENCAP_HDR_MAX + 2];
 };
 
 /* One action; op names the member of u it uses. */
@@ -219,20 +154,6 @@ struct dpflow_edit_action {
 /* No such layer or field in this packet (an offset no frame has). */
 #define DPFLOW_EDIT_NO_OFF 0xffffffffu
 
-DPF_HD static inline void dpflow_edit_wr16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-DPF_HD static inline void dpflow_edit_wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 DPF_HD static inline unsigned dpflow_edit_drop(struct dpflow_pkt_meta *m,
 					       unsigned reason)
 {
@@ -257,95 +178,28 @@ DPF_HD static inline unsigned dpflow_edit_reparse(struct dpflow_pkt_meta *m,
 	return dpflow_parse_frame_impl(buf + m->data_off, m->data_len, m);
 }
 
-/* ---- Internet checksum -------------------------------------------------- */
-
-/* Fold a sum of 16-bit words to 16 bits; 0 only when @acc is 0. */
-DPF_HD static inline uint16_t dpflow_csum_fold(uint64_t acc)
-{
-	acc = (acc >> 32) + (acc & 0xffffffffu);
-	acc = (acc >> 16) + (acc & 0xffff);
-	acc = (acc >> 16) + (acc & 0xffff);
-	acc = (acc >> 16) + (acc & 0xffff);
-	return (uint16_t)acc;
-}
+/* ---- checksums ------------------------------------------------------------
+ */
 
 /*
- * Add @len bytes at @p to @acc as big-endian 16-bit words counted from an
- * even offset (a last odd byte is the high half of a word).
+ * IP protocol number of the outer L4 header the parser found (TCP, UDP,
+ * ICMP, ICMPv6), or 0 when there is none to rewrite (later fragments,
+ * SCTP, other protocols): what the public NAT rewrites take.
  */
-DPF_HD static inline uint64_t dpflow_csum_add(uint64_t acc, const uint8_t *p,
-					      uint32_t len)
+DPF_HD static inline uint8_t dpflow_edit_l4_proto(const struct dpflow_hdr *h)
 {
-	uint32_t i = 0;
-
-	for (; i + 4 <= len; i += 4)
-		acc += dpflow_rd32(p + i);
-	if (i + 2 <= len) {
-		acc += dpflow_rd16(p + i);
-		i += 2;
+	switch (h->l4_type) {
+	case DPFLOW_L4_TCP:
+		return DPFLOW_IPPROTO_TCP;
+	case DPFLOW_L4_UDP:
+		return DPFLOW_IPPROTO_UDP;
+	case DPFLOW_L4_ICMP:
+		return DPFLOW_IPPROTO_ICMP;
+	case DPFLOW_L4_ICMPV6:
+		return DPFLOW_IPPROTO_ICMPV6;
+	default:
+		return 0;
 	}
-	if (i < len)
-		acc += (uint32_t)p[i] << 8;
-	return acc;
-}
-
-/*
- * RFC 1624 eqn. 3: the checksum @hc after the covered words change, given
- * @delta = sum of ~old + new over the changed words: HC' = ~(~HC + delta).
- * The result is the one a full recomputation gives (0x0000, never 0xffff,
- * for a non-zero sum).
- */
-DPF_HD static inline uint16_t dpflow_csum_adjust(uint16_t hc, uint64_t delta)
-{
-	uint16_t s = dpflow_csum_fold((uint64_t)(uint16_t)~hc + delta);
-
-	if (s == 0)
-		s = 0xffff;
-	return (uint16_t)~s;
-}
-
-/* ~old + new over @len (even) bytes of 16-bit words. */
-DPF_HD static inline uint64_t dpflow_csum_delta(const uint8_t *old,
-						const uint8_t *nw, uint32_t len)
-{
-	uint64_t d = 0;
-	uint32_t i;
-
-	for (i = 0; i < len; i += 2)
-		d += (uint32_t)(uint16_t)~dpflow_rd16(old + i) +
-		     dpflow_rd16(nw + i);
-	return d;
-}
-
-/* Apply @delta to the checksum at @p; @udp: UDP's zero rules. */
-DPF_HD static inline void dpflow_edit_csum_at(uint8_t *p, uint64_t delta,
-					      int udp)
-{
-	uint16_t hc = dpflow_rd16(p), n;
-
-	if (udp && hc == 0)
-		return;
-	n = dpflow_csum_adjust(hc, delta);
-	if (udp && n == 0)
-		n = 0xffff;
-	dpflow_edit_wr16(p, n);
-}
-
-/*
- * Offset, from the L4 header, of the checksum that covers the IP
- * pseudo-header (TCP, UDP, ICMPv6), or 0 when there is none here (ICMPv4,
- * SCTP's CRC, other protocols, later fragments).
- */
-DPF_HD static inline uint32_t
-dpflow_edit_pseudo_csum_off(const struct dpflow_hdr *h)
-{
-	if (h->l4_type == DPFLOW_L4_TCP)
-		return 16;
-	if (h->l4_type == DPFLOW_L4_UDP)
-		return 6;
-	if (h->l4_type == DPFLOW_L4_ICMPV6)
-		return 2;
-	return 0;
 }
 
 /* ---- flow hash ---------------------------------------------------------- */
@@ -442,15 +296,14 @@ dpflow_edit_dec_ttl_impl(struct dpflow_pkt_meta *m, uint8_t *buf)
 	uint8_t *ip = buf + m->data_off + h->l3_off;
 
 	if (DPFLOW_LIKELY(h->l3_type == DPFLOW_L3_IPV4)) {
-		uint8_t old[2];
+		uint16_t old = dpflow_edit_rd16(ip + 8);
 
 		if (DPFLOW_UNLIKELY(ip[8] <= 1))
 			return dpflow_edit_drop(m, DPFLOW_DROP_TTL_EXPIRED);
-		old[0] = ip[8];
-		old[1] = ip[9];
 		ip[8] = (uint8_t)(ip[8] - 1);
-		dpflow_edit_csum_at(ip + 10, dpflow_csum_delta(old, ip + 8, 2),
-				    0);
+		dpflow_csum_apply(
+		    ip + 10, dpflow_csum_delta16(old, dpflow_edit_rd16(ip + 8)),
+		    0);
 		h->ttl = ip[8];
 		return DPFLOW_DROP_NONE;
 	}
@@ -465,32 +318,10 @@ dpflow_edit_dec_ttl_impl(struct dpflow_pkt_meta *m, uint8_t *buf)
 }
 
 /*
- * Rewrite an IP address of @len bytes (4 or 16) at @off from the IP header:
- * the IPv4 header checksum (@ip4) and the L4 checksum over the
- * pseudo-header follow.
+ * NAT: IPv4 source (@dir SRC) or destination address, network order; the
+ * IPv4 header checksum and the L4 checksum over the pseudo-header follow
+ * (dpflow_nat_ipv4_addr).
  */
-DPF_HD static inline void dpflow_edit_addr(struct dpflow_pkt_meta *m,
-					   uint8_t *f, uint32_t off,
-					   const uint8_t *addr, uint32_t len,
-					   int ip4)
-{
-	struct dpflow_hdr *h = &m->outer;
-	uint8_t *ip = f + h->l3_off;
-	uint8_t old[16];
-	uint64_t delta;
-	uint32_t co = dpflow_edit_pseudo_csum_off(h);
-
-	memcpy(old, ip + off, len);
-	memcpy(ip + off, addr, len);
-	delta = dpflow_csum_delta(old, addr, len);
-	if (ip4)
-		dpflow_edit_csum_at(ip + 10, delta, 0);
-	if (co)
-		dpflow_edit_csum_at(f + h->l4_off + co, delta,
-				    h->l4_type == DPFLOW_L4_UDP);
-}
-
-/* NAT: IPv4 source (@dir SRC) or destination address, network order. */
 DPF_HD static inline unsigned
 dpflow_edit_set_ipv4_impl(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned dir,
 			  const uint8_t *addr)
@@ -499,7 +330,9 @@ dpflow_edit_set_ipv4_impl(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned dir,
 
 	if (DPFLOW_UNLIKELY(h->l3_type != DPFLOW_L3_IPV4))
 		return dpflow_edit_drop(m, DPFLOW_DROP_EDIT_NOT_IPV4);
-	dpflow_edit_addr(m, buf + m->data_off, dir ? 16 : 12, addr, 4, 1);
+	dpflow_nat_ipv4_addr(buf + m->data_off + h->l3_off,
+			     buf + m->data_off + h->l4_off,
+			     dpflow_edit_l4_proto(h), dir, addr);
 	memcpy(dir ? h->dst : h->src, addr, 4);
 	return DPFLOW_DROP_NONE;
 }
@@ -513,7 +346,9 @@ dpflow_edit_set_ipv6_impl(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned dir,
 
 	if (DPFLOW_UNLIKELY(h->l3_type != DPFLOW_L3_IPV6))
 		return dpflow_edit_drop(m, DPFLOW_DROP_EDIT_NOT_IPV6);
-	dpflow_edit_addr(m, buf + m->data_off, dir ? 24 : 8, addr, 16, 0);
+	dpflow_nat_ipv6_addr(buf + m->data_off + h->l3_off,
+			     buf + m->data_off + h->l4_off,
+			     dpflow_edit_l4_proto(h), dir, addr);
 	memcpy(dir ? h->dst : h->src, addr, 16);
 	return DPFLOW_DROP_NONE;
 }
@@ -534,23 +369,14 @@ dpflow_edit_set_port_impl(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned dir,
 			  uint16_t port)
 {
 	struct dpflow_hdr *h = &m->outer;
-	uint8_t *f = buf + m->data_off;
-	uint8_t *l4 = f + h->l4_off;
-	uint8_t old[2], nw[2];
-	uint8_t *p;
+	uint8_t *l4 = buf + m->data_off + h->l4_off;
 
-	dpflow_edit_wr16(nw, port);
 	if (DPFLOW_LIKELY(h->l4_type == DPFLOW_L4_TCP ||
 			  h->l4_type == DPFLOW_L4_UDP)) {
 		int udp = h->l4_type == DPFLOW_L4_UDP;
-		uint16_t was;
+		uint16_t was = dpflow_edit_rd16(l4 + (dir ? 2 : 0));
 
-		p = l4 + (dir ? 2 : 0);
-		was = dpflow_rd16(p);
-		memcpy(old, p, 2);
-		memcpy(p, nw, 2);
-		dpflow_edit_csum_at(l4 + (udp ? 6 : 16),
-				    dpflow_csum_delta(old, nw, 2), udp);
+		dpflow_nat_l4_port(l4, dpflow_edit_l4_proto(h), dir, port);
 		if (dir)
 			h->dport = port;
 		else
@@ -565,10 +391,7 @@ dpflow_edit_set_port_impl(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned dir,
 	     (h->sport == 8 || h->sport == 0)) ||
 	    (h->l4_type == DPFLOW_L4_ICMPV6 &&
 	     (h->sport == 128 || h->sport == 129))) {
-		p = l4 + 4;
-		memcpy(old, p, 2);
-		memcpy(p, nw, 2);
-		dpflow_edit_csum_at(l4 + 2, dpflow_csum_delta(old, nw, 2), 0);
+		dpflow_nat_icmp_id(l4, port);
 		return DPFLOW_DROP_NONE;
 	}
 	return dpflow_edit_drop(m, DPFLOW_DROP_EDIT_NO_PORT);
@@ -583,12 +406,11 @@ dpflow_edit_set_dscp_impl(struct dpflow_pkt_meta *m, uint8_t *buf, uint8_t dscp)
 	uint8_t tc;
 
 	if (h->l3_type == DPFLOW_L3_IPV4) {
-		uint8_t old[2];
+		uint16_t old = dpflow_edit_rd16(ip);
 
-		old[0] = ip[0];
-		old[1] = ip[1];
 		ip[1] = (uint8_t)((dscp & 0x3f) << 2 | (ip[1] & 3));
-		dpflow_edit_csum_at(ip + 10, dpflow_csum_delta(old, ip, 2), 0);
+		dpflow_csum_apply(
+		    ip + 10, dpflow_csum_delta16(old, dpflow_edit_rd16(ip)), 0);
 		h->tos = ip[1];
 		return DPFLOW_DROP_NONE;
 	}
@@ -687,13 +509,11 @@ dpflow_edit_encap_impl(struct dpflow_pkt_meta *m, uint8_t *buf,
 {
 	const struct dpflow_hdr *h = &m->outer;
 	uint8_t *f = buf + m->data_off;
-	uint32_t hl = t->hdr_len, in_off, in_len, len, hash;
+	uint32_t in_off, in_len, hash;
 	uint16_t inner_et;
-	uint8_t *o, *ip, *l4, proto;
+	unsigned why;
 
-	if (DPFLOW_UNLIKELY(t->magic != DPFLOW_EDIT_ENCAP_MAGIC ||
-			    hl > DPFLOW_EDIT_ENCAP_HDR_MAX || t->l4_off > hl ||
-			    t->l4_off < 34))
+	if (DPFLOW_UNLIKELY(!dpflow_encap_valid(t)))
 		return dpflow_edit_drop(m, DPFLOW_DROP_EDIT_BAD_ACTION);
 	if (t->inner_eth) {
 		in_off = 0;
@@ -709,67 +529,11 @@ dpflow_edit_encap_impl(struct dpflow_pkt_meta *m, uint8_t *buf,
 		in_off = h->l3_off;
 		in_len = h->l3_len;
 	}
-	if (DPFLOW_UNLIKELY(m->data_off + in_off < hl))
-		return dpflow_edit_drop(m, DPFLOW_DROP_EDIT_NO_HEADROOM);
-	len = hl + in_len;
-	if (DPFLOW_UNLIKELY(len > 0xffff))
-		return dpflow_edit_drop(m, DPFLOW_DROP_EDIT_TOO_LONG);
-
 	hash = dpflow_edit_flow_hash(m, f);
-	proto = inner_et == DPFLOW_ETHERTYPE_IPV4 ? DPFLOW_IPPROTO_IPIP
-						  : DPFLOW_IPPROTO_IPV6;
-	o = f + in_off - hl;
-	memcpy(o, t->hdr, hl);
-	ip = o + 14;
-	l4 = o + t->l4_off;
-	if (t->ip_version == 4) {
-		uint64_t acc = t->ip_sum + (len - 14);
-
-		dpflow_edit_wr16(ip + 2, len - 14);
-		if (t->type == DPFLOW_TUN_IPIP) {
-			ip[9] = proto;
-			acc += proto;
-		}
-		dpflow_edit_wr16(ip + 10, (uint16_t)~dpflow_csum_fold(acc));
-	} else {
-		dpflow_edit_wr16(ip + 4, len - 54);
-		if (t->type == DPFLOW_TUN_IPIP)
-			ip[6] = proto;
-		if (t->flags & DPFLOW_EDIT_ENCAP_F_FLOWLABEL_HASH) {
-			uint32_t fl = dpflow_edit_rotl32(hash, 16) & 0xfffff;
-
-			ip[1] = (uint8_t)((ip[1] & 0xf0) | fl >> 16);
-			dpflow_edit_wr16(ip + 2, fl);
-		}
-	}
-	if (t->type == DPFLOW_TUN_VXLAN || t->type == DPFLOW_TUN_GENEVE) {
-		uint32_t ulen = len - t->l4_off;
-		uint32_t x = hash ^ (hash << 16);
-		uint32_t sport =
-		    t->sport_min +
-		    (uint32_t)(((uint64_t)x * t->sport_span) >> 32);
-
-		dpflow_edit_wr16(l4, sport);
-		dpflow_edit_wr16(l4 + 4, ulen);
-		if (t->type == DPFLOW_TUN_GENEVE && !t->inner_eth)
-			dpflow_edit_wr16(l4 + 10, inner_et);
-		if (t->ip_version == 6 ||
-		    (t->flags & DPFLOW_EDIT_ENCAP_F_UDP_CSUM)) {
-			uint32_t alen = t->ip_version == 6 ? 16 : 4;
-			uint64_t acc = DPFLOW_IPPROTO_UDP + ulen;
-			uint16_t c;
-
-			acc = dpflow_csum_add(acc, ip + (alen == 16 ? 8 : 12),
-					      2 * alen);
-			acc = dpflow_csum_add(acc, l4, ulen);
-			c = (uint16_t)~dpflow_csum_fold(acc);
-			dpflow_edit_wr16(l4 + 6, c ? c : 0xffff);
-		}
-	} else if (t->type == DPFLOW_TUN_GRE && !t->inner_eth) {
-		dpflow_edit_wr16(l4 + 2, inner_et);
-	}
-	m->data_off = (uint16_t)(m->data_off + in_off - hl);
-	m->data_len = (uint16_t)len;
+	why = dpflow_encap_room(m, in_off, in_len, t->hdr_len, 0);
+	if (DPFLOW_UNLIKELY(why))
+		return dpflow_edit_drop(m, why);
+	dpflow_encap_write(t, buf + m->data_off, in_len, inner_et, hash);
 	return dpflow_edit_reparse(m, buf);
 }
 
@@ -796,13 +560,10 @@ DPF_HD static inline unsigned dpflow_edit_decap_impl(struct dpflow_pkt_meta *m,
 		in_end = h->l4_off + dpflow_rd16(f + h->l4_off + 4);
 	else
 		in_end = (uint32_t)h->l3_off + h->l3_len;
-	if (m->inner.l2_type == DPFLOW_L2_ETH) {
+	if (m->inner.l2_type == DPFLOW_L2_ETH)
 		start = in_off;
-	} else {
-		start = in_off - 14;
-		dpflow_edit_move_macs(f + start, f + h->l2_off);
-		dpflow_edit_wr16(f + start + 12, m->tun_proto);
-	}
+	else
+		start = dpflow_decap_l3(f, h->l2_off, in_off, m->tun_proto);
 	m->data_off = (uint16_t)(m->data_off + start);
 	m->data_len = (uint16_t)(in_end - start);
 	return dpflow_edit_reparse(m, buf);
@@ -978,6 +739,24 @@ struct dpflow_edit_change {
 };
 
 /*
+ * Add to *@delta the change @c makes to the bytes [@lo, @hi) of the frame,
+ * whose words count from @base. Returns whether any byte was inside.
+ */
+DPF_HD static inline int
+dpflow_edit_delta_in(const struct dpflow_edit_change *c, uint32_t lo,
+		     uint32_t hi, uint32_t base, uint64_t *delta)
+{
+	uint32_t a = c->off > lo ? c->off : lo;
+	uint32_t b = c->off + c->len < hi ? c->off + c->len : hi;
+
+	if (a >= b)
+		return 0;
+	*delta += dpflow_csum_delta_bytes(
+	    c->old + (a - c->off), c->nw + (a - c->off), b - a, (a - base) & 1);
+	return 1;
+}
+
+/*
  * Write @len (<= DPFLOW_EDIT_FIELD_MAX) bytes @nw at frame offset @off and
  * fix every checksum that covers them: IPv4 header checksums, L4
  * checksums (pseudo-header addresses included), the GRE checksum; inner
@@ -993,7 +772,6 @@ DPF_HD static inline void dpflow_edit_write(const struct dpflow_pkt_meta *m,
 	struct dpflow_edit_csum_site s[4];
 	struct dpflow_edit_change c[5];
 	unsigned ns, nc = 1, i, j;
-	uint32_t k;
 
 	ns = dpflow_edit_csum_sites(m, f, s);
 	c[0].off = off;
@@ -1010,33 +788,19 @@ DPF_HD static inline void dpflow_edit_write(const struct dpflow_pkt_meta *m,
 		if (off < si->field + 2 && si->field < off + len)
 			continue;
 		for (j = 0; j < nc; j++) {
-			for (k = 0; k < c[j].len; k++) {
-				uint32_t pos = c[j].off + k, sh;
-
-				if (pos >= si->start && pos < si->end)
-					sh = (pos - si->start) & 1 ? 0 : 8;
-				else if (pos >= si->ps_start &&
-					 pos < si->ps_end)
-					sh = (pos - si->ps_base) & 1 ? 0 : 8;
-				else
-					continue;
-				/* ~old + new of the byte's share of its
-				 * word: 0xffff - (old << sh) + (new << sh) */
-				delta += 0xffffu -
-					 ((uint32_t)c[j].old[k] << sh) +
-					 ((uint32_t)c[j].nw[k] << sh);
-				hit = 1;
-			}
+			hit |= dpflow_edit_delta_in(&c[j], si->start, si->end,
+						    si->start, &delta);
+			hit |= dpflow_edit_delta_in(&c[j], si->ps_start,
+						    si->ps_end, si->ps_base,
+						    &delta);
 		}
 		if (!hit)
 			continue;
-		hc = dpflow_rd16(f + si->field);
+		hc = dpflow_edit_rd16(f + si->field);
 		if (si->udp && hc == 0)
-			continue;
-		n16 = dpflow_csum_adjust(hc, delta);
-		if (si->udp && n16 == 0)
-			n16 = 0xffff;
-		dpflow_edit_wr16(f + si->field, n16);
+			continue; /* none, and it stays none */
+		dpflow_csum_apply(f + si->field, delta, (int)si->udp);
+		n16 = dpflow_edit_rd16(f + si->field);
 		c[nc].off = si->field;
 		c[nc].len = 2;
 		dpflow_edit_wr16(c[nc].old, hc);

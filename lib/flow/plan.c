@@ -151,6 +151,8 @@ int dpflow_plan_pipe_build(struct dpflow_ctx *ctx, const struct dpflow_pipe *p,
 		memcpy(out->value[i], f->value, 16);
 		memcpy(out->mask[i], f->mask, 16);
 	}
+	out->reads_entries = c->n_action_tmpls || out->metered ||
+			     c->fwd.kind == DPFLOW_FWD_PER_ENTRY;
 	if (c->type == DPFLOW_PIPE_ACL || c->type == DPFLOW_PIPE_CONTROL) {
 		rc = acl_words(p, out, err);
 		if (rc)

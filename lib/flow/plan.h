@@ -68,7 +68,10 @@ struct dpflow_plan_pipe {
 	uint8_t ct_inner, ct_lookup_only, ct_user, ct_user_reg;
 	uint8_t yellow_set, red_set;
 	uint8_t has_entry_encap; /* some ENCAP action is per entry */
-	uint8_t reserved[3];
+	/* a hit reads its entry's plan (actions, per-entry forwarding or a
+	 * meter); else the entries' part of the plan is never written */
+	uint8_t reads_entries;
+	uint8_t reserved[2];
 	uint32_t size; /* entries */
 	uint32_t hash_seed;
 	struct dpflow_plan_fwd fwd, miss, yellow, red;

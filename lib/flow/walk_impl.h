@@ -30,6 +30,7 @@
 #include "flow/plan.h"
 #include "flow/table_acl_impl.h"
 #include "flow/table_exact_impl.h"
+#include "flow/table_hash_impl.h"
 #include "flow/table_lpm_impl.h"
 
 #define WALK_MISS UINT32_MAX
@@ -115,13 +116,6 @@ DPF_HD static inline uint32_t walk_be_n(const uint8_t *k, unsigned bytes)
 	return v;
 }
 
-/* The HASH pipe's slot of @key. */
-DPF_HD static inline uint32_t walk_hash_slot(const struct dpflow_plan_pipe *p,
-					     const uint8_t *key)
-{
-	return dpflow_hash32_impl(key, p->key_len, p->hash_seed) % p->size;
-}
-
 /*
  * The entry the table image @image of pipe @p gives @key, or WALK_MISS:
  * one key (the GPU's lookup; the CPU's table kinds look up bursts with
@@ -151,8 +145,10 @@ DPF_HD static inline uint32_t walk_lookup_one(const struct dpflow_plan_pipe *p,
 		return dpflow_acl_lookup_impl(
 		    (const struct dpflow_acl_image *)image, words);
 	}
-	case DPFLOW_PIPE_HASH:
-		return ((const uint32_t *)image)[walk_hash_slot(p, key)];
+	case DPFLOW_PIPE_HASH: /* plain or Maglev: the image has the count */
+		return dpflow_hash_lookup_impl(
+		    (const struct dpflow_hash_image *)image, key, p->key_len,
+		    p->hash_seed);
 	default:
 		return WALK_MISS;
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dpflow/gen.h"
+#include "dpflow/pkt_edit.h"
 
 #define ETH_P_IPV4   0x0800
 #define ETH_P_IPV6   0x86dd
@@ -74,48 +75,13 @@ static void wr32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* One's-complement sum of @n bytes as big-endian 16-bit words. */
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t n)
-{
-	uint32_t i;
-
-	for (i = 0; i + 1 < n; i += 2) {
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-		sum = (sum & 0xffff) + (sum >> 16);
-	}
-	if (n & 1) {
-		sum += (uint32_t)p[n - 1] << 8;
-		sum = (sum & 0xffff) + (sum >> 16);
-	}
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 /* Sum of the TCP/UDP/ICMPv6 pseudo-header (RFC 793, RFC 8200 8.1). */
-static uint32_t pseudo_sum(const struct dpflow_gen_l3 *l3, uint8_t proto,
+static uint64_t pseudo_sum(const struct dpflow_gen_l3 *l3, uint8_t proto,
 			   uint32_t l4_len)
 {
-	uint8_t tail[8] = {0};
-	uint32_t sum;
-
-	if (l3->l3_type == DPFLOW_L3_IPV4) {
-		sum = csum_add(0, l3->src, 4);
-		sum = csum_add(sum, l3->dst, 4);
-		tail[1] = proto;
-		wr16(tail + 2, l4_len);
-		return csum_add(sum, tail, 4);
-	}
-	sum = csum_add(0, l3->src, 16);
-	sum = csum_add(sum, l3->dst, 16);
-	wr32(tail, l4_len);
-	tail[7] = proto;
-	return csum_add(sum, tail, 8);
+	if (l3->l3_type == DPFLOW_L3_IPV4)
+		return dpflow_csum_pseudo_ipv4(l3->src, l3->dst, proto, l4_len);
+	return dpflow_csum_pseudo_ipv6(l3->src, l3->dst, proto, l4_len);
 }
 
 /*
@@ -408,7 +374,7 @@ static void finish_ip(struct wbuf *w, const struct dpflow_gen_l3 *l3,
 
 	if (l3->l3_type == DPFLOW_L3_IPV4) {
 		wr16(p + 2, len);
-		wr16(p + 10, csum_fold(csum_add(0, p, pos->hlen)));
+		dpflow_ipv4_csum_set(p, pos->hlen);
 	} else {
 		wr16(p + 4, len - 40);
 	}
@@ -479,26 +445,24 @@ static void finish_l4(struct wbuf *w, const struct dpflow_gen_l3 *l3,
 {
 	uint8_t *p = w->buf + l4;
 	uint32_t len = w->len - l4;
-	uint32_t sum;
-	uint16_t ck;
 
+	/* a UDP checksum of 0 is sent as 0xffff: 0 means "no checksum" */
 	switch (l3->l4_type) {
 	case DPFLOW_L4_TCP:
-		sum = pseudo_sum(l3, IPPROTO_TCP_, len);
-		wr16(p + 16, csum_fold(csum_add(sum, p, len)));
+		dpflow_l4_csum_set(p, len, IPPROTO_TCP_,
+				   pseudo_sum(l3, IPPROTO_TCP_, len));
 		break;
 	case DPFLOW_L4_UDP:
 		wr16(p + 4, len);
-		sum = pseudo_sum(l3, IPPROTO_UDP_, len);
-		ck = csum_fold(csum_add(sum, p, len));
-		wr16(p + 6, ck ? ck : 0xffff); /* 0 means "no checksum" */
+		dpflow_l4_csum_set(p, len, IPPROTO_UDP_,
+				   pseudo_sum(l3, IPPROTO_UDP_, len));
 		break;
 	case DPFLOW_L4_ICMP:
-		wr16(p + 2, csum_fold(csum_add(0, p, len)));
+		dpflow_l4_csum_set(p, len, IPPROTO_ICMP_, 0);
 		break;
 	case DPFLOW_L4_ICMPV6:
-		sum = pseudo_sum(l3, IPPROTO_ICMPV6_, len);
-		wr16(p + 2, csum_fold(csum_add(sum, p, len)));
+		dpflow_l4_csum_set(p, len, IPPROTO_ICMPV6_,
+				   pseudo_sum(l3, IPPROTO_ICMPV6_, len));
 		break;
 	case DPFLOW_L4_SCTP: {
 		/* CRC32c goes on the wire least significant byte first. */
@@ -606,9 +570,8 @@ static void put_udp_tunnel(struct wbuf *w, const struct dpflow_gen_spec *s)
 	p = w->buf + udp;
 	uint32_t len = w->len - udp;
 	wr16(p + 4, len);
-	uint16_t ck = csum_fold(
-	    csum_add(pseudo_sum(&s->outer, IPPROTO_UDP_, len), p, len));
-	wr16(p + 6, ck ? ck : 0xffff);
+	dpflow_l4_csum_set(p, len, IPPROTO_UDP_,
+			   pseudo_sum(&s->outer, IPPROTO_UDP_, len));
 }
 
 /* GRE (RFC 2784, RFC 2890) after the outer IP header. */
@@ -638,7 +601,7 @@ static void put_gre(struct wbuf *w, const struct dpflow_gen_spec *s)
 	if (w->fail || !s->gre_csum)
 		return;
 	p = w->buf + gre;
-	wr16(p + 4, csum_fold(csum_add(0, p, w->len - gre)));
+	wr16(p + 4, dpflow_csum_finish(dpflow_csum_add(0, p, w->len - gre)));
 }
 
 uint32_t dpflow_gen_build(const struct dpflow_gen_spec *spec, uint8_t *buf,

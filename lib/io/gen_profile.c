@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "dpflow/gen.h"
+#include "dpflow/pkt_edit.h"
 
 #define COUNT_MAX   (UINT64_C(1) << 40)
 #define FLOWS_MAX   (UINT32_C(1) << 22) /* keeps IPv4 sources distinct */
@@ -823,7 +824,8 @@ static uint32_t build_ok(struct dpflow_gen *g, uint32_t f, uint8_t *buf,
 /*
  * Each named variant is a valid packet with exactly one defect and the drop
  * reason the parser must give (docs/inspect.md); the random ones have
- * whatever defect chance made (-1: any verdict, but no crash).
+ * whatever defect chance made (-1: any verdict, but no crash). A VXLAN or
+ * GENEVE defect leaves a valid UDP packet (no drop, tunnel.invalid).
  */
 #define FOREACH_VARIANT(_)                                                    \
 	_(ETH_TRUNC, "eth_truncated", DPFLOW_DROP_ETH_TRUNC)                  \
@@ -853,13 +855,11 @@ static uint32_t build_ok(struct dpflow_gen *g, uint32_t f, uint8_t *buf,
 	_(ICMP_TRUNC, "icmp_truncated", DPFLOW_DROP_ICMP_TRUNC)               \
 	_(ICMP6_TRUNC, "icmpv6_truncated", DPFLOW_DROP_ICMP_TRUNC)            \
 	_(SCTP_TRUNC, "sctp_truncated", DPFLOW_DROP_SCTP_TRUNC)               \
-	_(VXLAN_TRUNC, "vxlan_truncated", DPFLOW_DROP_VXLAN_TRUNC)            \
-	_(GENEVE_TRUNC, "geneve_truncated", DPFLOW_DROP_GENEVE_TRUNC)         \
-	_(GENEVE_OPT_TRUNC, "geneve_options_truncated",                       \
-	  DPFLOW_DROP_GENEVE_TRUNC)                                           \
-	_(GENEVE_VER, "geneve_version_1", DPFLOW_DROP_GENEVE_BAD_VERSION)     \
-	_(GENEVE_PROTO, "geneve_unknown_protocol",                            \
-	  DPFLOW_DROP_TUN_UNKNOWN_PAYLOAD)                                    \
+	_(VXLAN_TRUNC, "vxlan_truncated", DPFLOW_DROP_NONE)                   \
+	_(GENEVE_TRUNC, "geneve_truncated", DPFLOW_DROP_NONE)                 \
+	_(GENEVE_OPT_TRUNC, "geneve_options_truncated", DPFLOW_DROP_NONE)     \
+	_(GENEVE_VER, "geneve_version_1", DPFLOW_DROP_NONE)                   \
+	_(GENEVE_PROTO, "geneve_unknown_protocol", DPFLOW_DROP_NONE)          \
 	_(GRE_TRUNC, "gre_truncated", DPFLOW_DROP_GRE_TRUNC)                  \
 	_(GRE_OPT_TRUNC, "gre_options_truncated", DPFLOW_DROP_GRE_TRUNC)      \
 	_(GRE_VER, "gre_version_1", DPFLOW_DROP_GRE_BAD_VERSION)              \
@@ -900,28 +900,13 @@ static void wr16(uint8_t *p, uint32_t v)
 }
 
 /*
- * One's-complement checksum, so that a variant keeps every checksum its
- * defect does not touch valid (the builder's is private to gen_build.c).
+ * Checksums (dpflow/pkt_edit.h), so that a variant keeps every checksum
+ * its defect does not touch valid. Recompute that of a 20-byte IPv4
+ * header at @ip.
  */
-static uint32_t sum16(uint32_t sum, const uint8_t *p, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		sum += i & 1 ? p[i] : (uint32_t)p[i] << 8;
-	return sum;
-}
-
-static uint16_t fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-/* Recompute the checksum of a 20-byte IPv4 header at @ip. */
 static void fix_ipv4(uint8_t *ip)
 {
-	wr16(ip + 10, 0);
-	wr16(ip + 10, fold(sum16(0, ip, 20)));
+	dpflow_ipv4_csum_set(ip, 20);
 }
 
 /*
@@ -933,33 +918,11 @@ static void fix_l4(uint8_t *f, uint32_t ip, uint32_t l4, uint32_t end)
 {
 	bool v6 = (f[ip] >> 4) == 6;
 	uint8_t proto = v6 ? f[ip + 6] : f[ip + 9];
-	uint32_t len = end - l4, off, sum = 0;
+	uint32_t len = end - l4;
 
-	switch (proto) {
-	case 6:
-		off = 16;
-		break;
-	case 17:
-		off = 6;
-		break;
-	case 1:
-	case 58:
-		off = 2;
-		break;
-	default:
-		return;
-	}
-	if (len < off + 2)
-		return;
-	if (proto != 1) {
-		uint8_t ph[4] = {0, 0, 0, proto};
-		sum = v6 ? sum16(0, f + ip + 8, 32) : sum16(0, f + ip + 12, 8);
-		sum = sum16(sum, ph, 4);
-		sum += len;
-	}
-	wr16(f + l4 + off, 0);
-	uint16_t ck = fold(sum16(sum, f + l4, len));
-	wr16(f + l4 + off, proto == 17 && ck == 0 ? 0xffff : ck);
+	dpflow_l4_csum_set(f + l4, len, proto,
+			   proto == 1 ? 0
+				      : dpflow_csum_pseudo(f + ip, v6, proto, len));
 }
 
 /* Make the IP packet at @ip end at @end (cut frame, lengths, checksum). */

@@ -22,9 +22,10 @@
  * once every frame of it is read; the receive time is the kernel's
  * timestamp. A frame sent on this host with checksum offload arrives
  * without its TCP/UDP checksum (TP_STATUS_CSUMNOTREADY): the port computes
- * it, so that what it forwards is what the wire would carry. tx_burst sends a
- * burst with one sendmmsg() call (MSG_DONTWAIT: what the socket does not take
- * now stays with the caller); `qdisc_bypass` skips the interface's queueing
+ * it (dpflow_csum_l4_complete), so that what it forwards is what the wire
+ * would carry. tx_burst sends a burst with one sendmmsg() call
+ * (MSG_DONTWAIT: what the socket does not take now stays with the caller);
+ * `qdisc_bypass` skips the interface's queueing
  * discipline. Frames the kernel dropped because the ring was full are read from
  * PACKET_STATISTICS and reported in rx_dropped.
  *
@@ -65,6 +66,7 @@
 #include <arpa/inet.h>
 
 #include "dpflow/clock.h"
+#include "dpflow/pkt_edit.h"
 #include "dpflow/port.h"
 
 #include "io/port_internal.h"
@@ -130,82 +132,6 @@ afp_block(struct afp_queue *q, const struct port_afpacket *p, unsigned b)
 }
 
 /* ---- receive ---------------------------------------------------------- */
-
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t n)
-{
-	for (uint32_t i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		sum += (uint32_t)p[n - 1] << 8;
-	return sum;
-}
-
-/*
- * A frame the kernel flagged TP_STATUS_CSUMNOTREADY (sent on this host
- * with checksum offload, e.g. over a veth): its TCP or UDP checksum is
- * still to be computed. Compute it, as the device would have, for
- * Ethernet (up to two VLAN tags) / unfragmented IPv4 or IPv6 (no
- * extension headers) / TCP or UDP; anything else is left as it is.
- */
-static void afp_csum_complete(uint8_t *f, uint32_t len)
-{
-	uint32_t off = 12, l4, l4_len, sum;
-	uint16_t type;
-	uint8_t proto;
-	unsigned csum_at;
-
-	for (int tags = 0;; tags++) {
-		if (off + 2 > len)
-			return;
-		type = (uint16_t)(f[off] << 8 | f[off + 1]);
-		if ((type != 0x8100 && type != 0x88a8) || tags == 2)
-			break;
-		off += 4;
-	}
-	off += 2;
-	if (type == 0x0800) {
-		uint32_t ihl, tot;
-
-		if (off + 20 > len)
-			return;
-		ihl = (f[off] & 15u) * 4;
-		tot = (uint32_t)(f[off + 2] << 8 | f[off + 3]);
-		if (ihl < 20 || tot < ihl || off + tot > len ||
-		    (f[off + 6] & 0x3f) || f[off + 7])
-			return; /* a fragment, or cut short */
-		proto = f[off + 9];
-		l4 = off + ihl;
-		l4_len = tot - ihl;
-		sum = csum_add(0, f + off + 12, 8);
-	} else if (type == 0x86dd) {
-		if (off + 40 > len)
-			return;
-		proto = f[off + 6];
-		l4 = off + 40;
-		l4_len = (uint32_t)(f[off + 4] << 8 | f[off + 5]);
-		if (l4 + l4_len > len)
-			return;
-		sum = csum_add(0, f + off + 8, 32);
-	} else {
-		return;
-	}
-	if (proto == 6 && l4_len >= 20)
-		csum_at = 16;
-	else if (proto == 17 && l4_len >= 8)
-		csum_at = 6;
-	else
-		return;
-	sum += proto + l4_len;
-	f[l4 + csum_at] = f[l4 + csum_at + 1] = 0;
-	sum = csum_add(sum, f + l4, l4_len);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	sum = ~sum & 0xffff;
-	if (proto == 17 && !sum)
-		sum = 0xffff;
-	f[l4 + csum_at] = (uint8_t)(sum >> 8);
-	f[l4 + csum_at + 1] = (uint8_t)sum;
-}
 
 /* Hand the current block back and move to the next one. */
 static void afp_block_done(struct port_afpacket *p, struct afp_queue *q)
@@ -307,7 +233,8 @@ static uint16_t afp_rx_burst(struct dpflow_port *port, uint16_t queue,
 			       (uint8_t *)h + h->tp_mac, len);
 		}
 		if (h->tp_status & TP_STATUS_CSUMNOTREADY)
-			afp_csum_complete(dpflow_pkt_data(pool, idx[k]), len);
+			dpflow_csum_l4_complete(dpflow_pkt_data(pool, idx[k]),
+						len);
 		m->data_len = (uint16_t)len;
 		m->port = port->id;
 		m->queue = queue;

@@ -12,6 +12,13 @@
  * tunnel by the UDP datagram, of GRE and IP-in-IP by the outer datagram.
  * A layer's fields (and its *_type) are set only once its header passed
  * every check; on failure the reason is returned and later layers stay NONE.
+ *
+ * UDP tunnels are a guess from the destination port (4789, 6081): any
+ * application may use those ports. A payload that is not a tunnel the
+ * parser opens (header, flags, version, options, protocol type, or the
+ * inner packet failing) leaves a valid UDP packet: tunnel fields reset,
+ * DPFLOW_META_F_TUN_INVALID set, no drop. GRE and IP-in-IP are named by
+ * the IP protocol field itself, so their failures stay drops.
  */
 #ifndef DPFLOW_PARSE_IMPL_H
 #define DPFLOW_PARSE_IMPL_H
@@ -42,6 +49,8 @@
 
 #define DPFLOW_UDP_PORT_VXLAN  4789
 #define DPFLOW_UDP_PORT_GENEVE 6081
+
+#define DPFLOW_VXLAN_F_I 0x08 /* the VNI is valid (RFC 7348: MUST be set) */
 
 #define DPFLOW_PARSE_MAX_VLAN	  2
 #define DPFLOW_PARSE_MAX_IPV6_EXT 8
@@ -259,19 +268,25 @@ DPF_HD static inline int dpflow_tun_payload_start(uint16_t proto,
 
 /*
  * A UDP tunnel header at @off (after the outer UDP header), ending at @end.
- * On success records the tunnel in @m and where the inner packet lies.
+ * Returns 1 and records the tunnel in @m and where the inner packet lies,
+ * or 0, writing nothing in @m, when the payload is not a tunnel header
+ * dpflow opens: VXLAN shorter than 8 bytes or without the I flag; GENEVE
+ * shorter than 8 bytes, of a version other than 0, with options beyond the
+ * datagram, or of a protocol type other than Ethernet, IPv4, IPv6.
  */
-DPF_HD static inline unsigned
-dpflow_parse_udp_tunnel(const uint8_t *f, uint32_t off, uint32_t end,
-			uint16_t dport, struct dpflow_pkt_meta *m,
-			struct dpflow_parse_inner *in)
+DPF_HD static inline int dpflow_parse_udp_tunnel(const uint8_t *f, uint32_t off,
+						 uint32_t end, uint16_t dport,
+						 struct dpflow_pkt_meta *m,
+						 struct dpflow_parse_inner *in)
 {
 	const uint8_t *t = f + off;
 	uint32_t room = end - off;
 
+	if (room < 8)
+		return 0;
 	if (dport == DPFLOW_UDP_PORT_VXLAN) {
-		if (room < 8)
-			return DPFLOW_DROP_VXLAN_TRUNC;
+		if (!(t[0] & DPFLOW_VXLAN_F_I))
+			return 0;
 		m->tun_type = DPFLOW_TUN_VXLAN;
 		m->tun_id = dpflow_rd32(t + 4) >> 8;
 		m->tun_hdr_len = 8;
@@ -282,16 +297,14 @@ dpflow_parse_udp_tunnel(const uint8_t *f, uint32_t off, uint32_t end,
 		uint32_t hlen;
 		uint16_t proto;
 
-		if (room < 8)
-			return DPFLOW_DROP_GENEVE_TRUNC;
 		if (t[0] >> 6)
-			return DPFLOW_DROP_GENEVE_BAD_VERSION;
+			return 0;
 		hlen = 8 + (uint32_t)(t[0] & 0x3f) * 4;
 		if (hlen > room)
-			return DPFLOW_DROP_GENEVE_TRUNC;
+			return 0;
 		proto = dpflow_rd16(t + 2);
 		if (!dpflow_tun_payload_start(proto, in))
-			return DPFLOW_DROP_TUN_UNKNOWN_PAYLOAD;
+			return 0;
 		m->tun_type = DPFLOW_TUN_GENEVE;
 		m->tun_id = dpflow_rd32(t + 4) >> 8;
 		m->tun_hdr_len = (uint16_t)hlen;
@@ -305,7 +318,22 @@ dpflow_parse_udp_tunnel(const uint8_t *f, uint32_t off, uint32_t end,
 	m->tun_off = (uint16_t)off;
 	in->end = end;
 	in->found = 1;
-	return DPFLOW_DROP_NONE;
+	return 1;
+}
+
+/*
+ * The UDP destination port named a tunnel that is not there: the packet
+ * is plain UDP. Undoes what dpflow_parse_udp_tunnel() recorded (the inner
+ * header line, defined only with a tunnel, is left as it is).
+ */
+DPF_HD static inline void dpflow_parse_tun_invalid(struct dpflow_pkt_meta *m)
+{
+	m->tun_type = DPFLOW_TUN_NONE;
+	m->tun_id = 0;
+	m->tun_off = 0;
+	m->tun_hdr_len = 0;
+	m->tun_proto = 0;
+	m->flags = DPFLOW_META_F_TUN_INVALID;
 }
 
 DPF_HD static inline unsigned dpflow_parse_gre(const uint8_t *f, uint32_t off,
@@ -405,9 +433,10 @@ DPF_HD static inline unsigned dpflow_parse_l4(const uint8_t *f, uint32_t off,
 		h->l4_type = DPFLOW_L4_UDP;
 		if (in && h->frag == DPFLOW_FRAG_NONE &&
 		    (h->dport == DPFLOW_UDP_PORT_VXLAN ||
-		     h->dport == DPFLOW_UDP_PORT_GENEVE))
-			return dpflow_parse_udp_tunnel(f, off + 8, off + ulen,
-						       h->dport, m, in);
+		     h->dport == DPFLOW_UDP_PORT_GENEVE) &&
+		    !dpflow_parse_udp_tunnel(f, off + 8, off + ulen, h->dport,
+					     m, in))
+			dpflow_parse_tun_invalid(m);
 		return DPFLOW_DROP_NONE;
 	}
 	case DPFLOW_IPPROTO_ICMP:
@@ -510,9 +539,18 @@ DPF_HD static inline unsigned dpflow_parse_frame_impl(const uint8_t *f,
 	m->tun_id = 0;
 
 	r = dpflow_parse_hdrs(f, 0, len, DPFLOW_PARSE_ETH, &m->outer, m, &in);
-	if (DPFLOW_UNLIKELY(in.found) && r == DPFLOW_DROP_NONE)
+	if (DPFLOW_UNLIKELY(in.found) && r == DPFLOW_DROP_NONE) {
 		r = dpflow_parse_hdrs(f, in.off, in.end, in.start, &m->inner, m,
 				      NULL);
+		/* a UDP tunnel is a guess from the port: the outer packet
+		 * stands without it */
+		if (DPFLOW_UNLIKELY(r != DPFLOW_DROP_NONE) &&
+		    (m->tun_type == DPFLOW_TUN_VXLAN ||
+		     m->tun_type == DPFLOW_TUN_GENEVE)) {
+			dpflow_parse_tun_invalid(m);
+			r = DPFLOW_DROP_NONE;
+		}
+	}
 	m->drop = (uint8_t)r;
 	return r;
 }

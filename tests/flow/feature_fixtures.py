@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Packet fixtures for the flow engine's hash, ct, meter, encap, lpm-vrf,
-rss and handler features, end to end through `dpflow run`.
+"""Packet fixtures for the flow engine's hash, maglev, ct, meter, encap,
+lpm-vrf, rss and handler features, end to end through `dpflow run`.
 
 Same contract as pipe_fixtures.py (whose runner this reuses): scapy builds
 inputs and expected outputs; where dpflow picks by a hash (HASH pipes, RSS
-queues) the expected choice comes from this file's own MurmurHash3 and
-Toeplitz, written from their specifications, not from dpflow's code.
+queues, Maglev pipes) the expected choice comes from this file's own
+MurmurHash3, Toeplitz and Maglev table, written from their specifications
+(include/dpflow/maglev.h for Maglev's name hashes), not from dpflow's code.
 TAP on stdout, one point per case.
 
 usage: feature_fixtures.py DPFLOW
@@ -375,6 +376,100 @@ pipes:
 """,
      rss_in + rss_udp, {}, {}, rss_text)
 
+
+# ---- Maglev pipes: members over a prime table (include/dpflow/maglev.h) -----
+
+M64 = (1 << 64) - 1
+
+
+def maglev_name_hash(name, seed):
+    """maglev.h: 64-bit FNV-1a, XOR the seed, splitmix64's finaliser."""
+    h = 0xcbf29ce484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001b3) & M64
+    h ^= seed
+    h = ((h ^ (h >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    h = ((h ^ (h >> 27)) * 0x94d049bb133111eb) & M64
+    return h ^ (h >> 31)
+
+
+def maglev_table(weights, m):
+    """The paper's Pseudocode 1 with weighted turns: in each round every
+    member (name order) earns its weight and takes a turn per wmax of
+    credit, walking offset + j * skip to its next free slot."""
+    names = sorted(n for n, w in weights.items() if w > 0)
+    table = [None] * m
+    if not names:
+        return table
+    wmax = max(weights[n] for n in names)
+    off = {n: maglev_name_hash(n, 0x6d61676c65766f66) % m for n in names}
+    skip = {n: maglev_name_hash(n, 0x6d61676c65767370) % (m - 1) + 1
+            for n in names}
+    nxt = dict.fromkeys(names, 0)
+    credit = dict.fromkeys(names, 0)
+    filled = 0
+    while filled < m:
+        for n in names:
+            credit[n] += weights[n]
+            while credit[n] >= wmax and filled < m:
+                credit[n] -= wmax
+                while table[(off[n] + nxt[n] * skip[n]) % m] is not None:
+                    nxt[n] += 1
+                table[(off[n] + nxt[n] * skip[n]) % m] = n
+                nxt[n] += 1
+                filled += 1
+            if filled == m:
+                break
+    return table
+
+
+MAGLEV_SLOTS = 251
+maglev_in = [flow(41000 + 13 * i, src="10.9.%d.%d" % (i % 3, i))
+             for i in range(60)]
+# member: (port, last byte of the destination MAC its entry writes)
+maglev_members = {"10.0.0.1:80": ("out", 1), "10.0.0.2:80": ("out", 2),
+                  "10.0.0.3:80": ("other", 3), "10.0.0.4:80": ("other", 4)}
+
+for seed, weights in ((77, {"10.0.0.1:80": 1, "10.0.0.2:80": 2,
+                            "10.0.0.3:80": 1, "10.0.0.4:80": 0}),
+                      (0, {"10.0.0.1:80": 3, "10.0.0.2:80": 1,
+                           "10.0.0.3:80": 1, "10.0.0.4:80": 1})):
+    table = maglev_table(weights, MAGLEV_SLOTS)
+    outs = {"out": [], "other": []}
+    for p in maglev_in:
+        key = ip4(p[IP].src) + ip4(p[IP].dst) + bytes([p[IP].proto]) + \
+            struct.pack(">HH", p[TCP].sport, p[TCP].dport)
+        member = table[murmur3_32(key, seed) % MAGLEV_SLOTS]
+        port, mac = maglev_members[member]
+        q = p.copy()
+        q[Ether].dst = "02:00:00:00:0a:%02x" % mac
+        outs[port].append(bytes(q))
+    entries = "".join(
+        "      - {member: '%s', weight: %d, values: ['02:00:00:00:0a:%02x'],"
+        " fwd: {port: %s}}\n" % (n, weights[n], maglev_members[n][1],
+                                 maglev_members[n][0])
+        for n in sorted(maglev_members))
+    case("maglev pipe (seed %d, weights %s): each flow to its member by "
+         "the paper's table over %d slots" %
+         (seed, "/".join(str(weights[n]) for n in sorted(weights)),
+          MAGLEV_SLOTS),
+         """
+pipes:
+  - name: lb
+    type: hash
+    root: in
+    size: 8
+    hash_seed: %d
+    maglev: {slots: %d}
+    match: [outer.ipv4.src, outer.ipv4.dst, outer.ip.proto, outer.l4.sport,
+            outer.l4.dport]
+    actions:
+      - [{set_mac_dst: per-entry}]
+    fwd: per-entry
+    miss: drop
+    entries:
+%s""" % (seed, MAGLEV_SLOTS, entries),
+         maglev_in, outs)
 
 def check_text(out, patterns):
     return ["output lacks /%s/:\n%s" % (pat, out[-600:])

@@ -2,8 +2,10 @@
  * libFuzzer target for the parser. The parse code is included here (it is
  * header-only DPF_HD code) so that it is compiled with coverage
  * instrumentation. Invariants checked on every input: the drop reason is a
- * known one, and a packet that parsed cleanly has every offset inside the
- * frame.
+ * known one, a packet that parsed cleanly has every offset inside the
+ * frame, and unfragmented UDP to 4789/6081 that parsed cleanly is either
+ * the tunnel or plain UDP with DPFLOW_META_F_TUN_INVALID, which nothing
+ * else carries.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +24,26 @@ static void check_hdr(const struct dpflow_hdr *h, size_t size)
 		abort();
 }
 
+/* The flag is set exactly when a tunnel port's payload is no tunnel. */
+static void check_tun_invalid(const struct dpflow_pkt_meta *m)
+{
+	const struct dpflow_hdr *h = &m->outer;
+	int port = h->l4_type == DPFLOW_L4_UDP && h->frag == DPFLOW_FRAG_NONE &&
+		   (h->dport == DPFLOW_UDP_PORT_VXLAN ||
+		    h->dport == DPFLOW_UDP_PORT_GENEVE);
+	int udp_tun =
+	    m->tun_type == DPFLOW_TUN_VXLAN || m->tun_type == DPFLOW_TUN_GENEVE;
+
+	if (!(m->flags & DPFLOW_META_F_TUN_INVALID)) {
+		if (port && !udp_tun)
+			abort();
+		return;
+	}
+	if (!port || m->tun_type != DPFLOW_TUN_NONE ||
+	    m->flags != DPFLOW_META_F_TUN_INVALID || m->tun_id)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dpflow_pkt_meta m;
@@ -34,11 +56,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (r == DPFLOW_DROP_NONE) {
 		check_hdr(&m.outer, size);
+		check_tun_invalid(&m);
 		if (m.tun_type != DPFLOW_TUN_NONE) {
 			check_hdr(&m.inner, size);
 			if (m.inner.l2_off < m.outer.l4_off)
 				abort();
 		}
+	} else if (m.flags & DPFLOW_META_F_TUN_INVALID) {
+		abort(); /* a dropped packet is no UDP packet */
 	}
 	return 0;
 }

@@ -35,6 +35,8 @@ Case groups (one `dpflow run` each, the drops one run per case):
              unique SNAT ports, every SYN/ACK back to its client; the
              same frames with `dpflow run --burst 64`
   sticky     SYN + 5 ACKs: one backend and SNAT port, new flows 1
+  tunnel-port UDP services on 4789 and 6081: payloads that are no VXLAN or
+             GENEVE balanced (NAT) and answered like any UDP
   burst      `dpflow run --burst` values outside 1..256 refused
 
 Prints TAP: one test point per case. Run it with Debian's interpreter
@@ -1334,6 +1336,91 @@ def group_mtu_nat(tap, runner):
               "(frame_too_big 4), no ICMP for IPv4 without DF", errs)
 
 
+TUNNEL_PORT_SERVICES = [
+    {"name": "vxport4", "vip": "192.0.2.60", "proto": "udp", "port": 4789,
+     "mode": "nat", "snat": "198.51.100.60",
+     "backends": [{"addr": "10.0.6.1", "port": 4789,
+                   "mac": "02:00:00:00:06:01"}]},
+    {"name": "genport4", "vip": "192.0.2.60", "proto": "udp", "port": 6081,
+     "mode": "nat", "snat": "198.51.100.61",
+     "backends": [{"addr": "10.0.6.2", "port": 16081,
+                   "mac": "02:00:00:00:06:02"}]},
+    {"name": "vxport6", "vip": "2001:db8::60", "proto": "udp", "port": 4789,
+     "mode": "nat", "snat": "2001:db8:ff::60",
+     "backends": [{"addr": "2001:db8:6::1", "port": 4789,
+                   "mac": "02:00:00:00:06:03"}]},
+]
+
+
+def tunnel_port_cases():
+    """UDP to a VIP on the VXLAN/GENEVE port whose payload is no tunnel
+    (issue 23: the parser dropped them as eth_truncated, vxlan_truncated,
+    geneve_bad_version before the balancer saw them)."""
+    def c4(sport, dport, payload):
+        return client_frame(IP(src="203.0.113.60", dst="192.0.2.60", id=60)
+                            / UDP(sport=sport, dport=dport) / Raw(payload))
+    vx16 = bytes([0x08, 0, 0, 0, 0, 0, 7, 0]) + b"\x02" * 8
+    return [
+        NatCase("UDP to VIP:4789 carrying 'hello' (no VXLAN header)",
+                "vxport4", c4(40060, 4789, b"hello"), "02:00:00:00:06:01",
+                "10.0.6.1", 4789, "198.51.100.60",
+                reply=UDP() / Raw(b"hello back")),
+        NatCase("UDP to VIP:4789, VXLAN header and 8 bytes (no inner "
+                "Ethernet)", "vxport4", c4(40061, 4789, vx16),
+                "02:00:00:00:06:01", "10.0.6.1", 4789, "198.51.100.60",
+                reply=UDP() / Raw(b"short")),
+        NatCase("UDP to VIP:6081 carrying text (GENEVE version 1 to the "
+                "parser)", "genport4", c4(40062, 6081, b"GET / HTTP/1.0\r\n"),
+                "02:00:00:00:06:02", "10.0.6.2", 16081, "198.51.100.61",
+                reply=UDP() / Raw(b"HTTP/1.0 200 OK\r\n")),
+        NatCase("IPv6 UDP to VIP:4789 carrying 'hello'", "vxport6",
+                client_frame(IPv6(src="2001:db8:c::60", dst="2001:db8::60")
+                             / UDP(sport=40063, dport=4789)
+                             / Raw(b"hello")),
+                "02:00:00:00:06:03", "2001:db8:6::1", 4789,
+                "2001:db8:ff::60", reply=UDP() / Raw(b"six back")),
+    ]
+
+
+def group_tunnel_port(tap, runner):
+    """UDP services on the VXLAN and GENEVE ports: payloads that are no
+    tunnel are balanced (NAT) like any UDP, and the replies go back."""
+    cfg = lb_config(TUNNEL_PORT_SERVICES)
+    cases = tunnel_port_cases()
+    r1 = runner.run("tunport-fwd", cfg, [c.fwd for c in cases])
+    if r1.err:
+        tap.check("tunnel ports: dpflow run", [(None, r1.err)])
+        return
+    outs = Outs(r1.backend)
+    snat = [check_nat_fwd(tap, c, outs) for c in cases]
+    errs = drop_errs(r1, {})
+    if len(r1.backend) != len(cases) or r1.client:
+        errs.append((None, "%d frames out the backend port, %d out the client"
+                     " port; want %d, 0" % (len(r1.backend), len(r1.client),
+                                            len(cases))))
+    for name, fwd in (("vxport4", 2), ("genport4", 1), ("vxport6", 1)):
+        errs += svc_errs(r1, name, fwd=fwd, new_flows=fwd, untracked=0)
+    tap.check("tunnel ports: UDP to VIP:4789/6081 with no tunnel in it is "
+              "balanced, no parser drop (counters)", errs)
+
+    replies = [(c, nat_reply_frame(c, snat[i])) for i, c in enumerate(cases)
+               if snat[i] is not None]
+    r2 = runner.run("tunport-reply", cfg, [c.fwd for c in cases],
+                    [f for _, f in replies])
+    if r2.err:
+        tap.check("tunnel ports replies: dpflow run", [(None, r2.err)])
+        return
+    couts = Outs(r2.client)
+    errs = [(None, "no SNAT port from the forward run")] \
+        if len(replies) != len(cases) else []
+    for c, f in replies:
+        want = rewrite(f, CGW, CMAC, c.vip, c.vport, c.client, c.cport)
+        errs += match_errs(*couts.take(lambda g, w=want: w))
+    errs += drop_errs(r2, {})
+    tap.check("tunnel ports: the backends' replies go back to the clients "
+              "from VIP:4789/6081", errs)
+
+
 def group_burst_option(tap, dpflow):
     """`dpflow run --burst`: values outside 1..256 refused, exit 2."""
     errs = []
@@ -1364,6 +1451,7 @@ def main():
         group_drops(tap, runner)
         group_spread(tap, runner)
         group_sticky(tap, runner)
+        group_tunnel_port(tap, runner)
         group_burst_option(tap, dpflow)
     return tap.finish()
 

@@ -15,6 +15,11 @@ Protocol group) whenever the drop reason is one tshark is expected to
 complain about (COMPLAINS below). docs/testing-parser.md explains the
 method and every tshark option used here.
 
+UDP to port 4789 or 6081 whose payload is not the tunnel the port names
+is plain UDP for dpflow (`tun_invalid` true, no drop): the reason the
+tunnel failed is derived from tshark like a drop reason, and tshark must
+flag the packet whenever that reason is one it complains about.
+
 Prints one line per mismatch: packet index, field, dpflow value, tshark
 value. Exits 0 when every file matches, 1 otherwise.
 """
@@ -31,8 +36,8 @@ import xml.etree.ElementTree as ET
 # Keys of an inspect object, in the order of docs/inspect.md.
 KEYS = ['len', 'link', 'l2', 'vlan', 'ethertype', 'l3', 'src', 'dst', 'proto',
         'ttl', 'tos', 'frag', 'frag_kind', 'ipv6_ext', 'l4', 'sport', 'dport',
-        'icmp_type', 'icmp_code', 'tcp_flags', 'tun', 'vni', 'key', 'inner',
-        'drop']
+        'icmp_type', 'icmp_code', 'tcp_flags', 'tun', 'vni', 'key',
+        'tun_invalid', 'inner', 'drop']
 # Keys of the `inner` object ("the keys l2 to tcp_flags").
 INNER_KEYS = KEYS[KEYS.index('l2'):KEYS.index('tcp_flags') + 1]
 
@@ -43,9 +48,16 @@ PARSER_DROPS = [
     'ipv4_bad_total_length', 'ipv6_truncated', 'ipv6_bad_version',
     'ipv6_bad_payload_length', 'ipv6_ext_truncated', 'ipv6_ext_too_many',
     'tcp_truncated', 'tcp_bad_data_offset', 'udp_truncated',
-    'udp_bad_length', 'icmp_truncated', 'sctp_truncated', 'vxlan_truncated',
-    'geneve_truncated', 'geneve_bad_version', 'gre_truncated',
+    'udp_bad_length', 'icmp_truncated', 'sctp_truncated', 'gre_truncated',
     'gre_bad_version', 'tunnel_unknown_payload',
+]
+
+# Why a VXLAN/GENEVE payload is not one (the packet is then plain UDP with
+# `tun_invalid`): the tunnel header's own checks, or any parser drop reason
+# of the inner packet. Not drop names: dpflow does not print them.
+TUN_INVALID_REASONS = [
+    'vxlan_truncated', 'vxlan_i_flag_clear', 'geneve_truncated',
+    'geneve_bad_version', 'geneve_unknown_payload',
 ]
 
 # Drop reasons for which tshark itself reports a problem (checked: a packet
@@ -68,6 +80,13 @@ PARSER_DROPS = [
 COMPLAINS = set(PARSER_DROPS) - {'vlan_too_many_tags', 'ipv4_bad_version',
                                  'ipv6_ext_too_many', 'gre_bad_version',
                                  'tunnel_unknown_payload'}
+# The tunnel failures tshark complains about (a short header: Malformed; a
+# GENEVE version: "Unknown version"), and those of the inner packet it
+# complains about as drops. Not: a VXLAN I flag clear (tshark decodes the
+# payload silently) and an unknown GENEVE protocol type (its ethertype
+# table takes any).
+TUN_COMPLAINS = {'vxlan_truncated', 'geneve_truncated',
+                 'geneve_bad_version'} | COMPLAINS
 
 # tshark encapsulation (frame.encap_type, WTAP_ENCAP_*) -> inspect `link`,
 # with the length of the link header that dpflow replaces by a 14-byte
@@ -406,7 +425,9 @@ class Model(object):
     def __init__(self, tp):
         self.tp = tp
         self.out = {k: None for k in KEYS}
+        self.out['tun_invalid'] = False
         self.empty = False      # dropped for a header with no byte at all
+        self.tun_fail = None    # Drop: why a VXLAN/GENEVE payload is none
 
     def run(self):
         tp = self.tp
@@ -585,10 +606,8 @@ class Model(object):
             dport = p.int('udp.dstport')
             h.update(l4='udp', sport=p.int('udp.srcport'), dport=dport)
             uend = off + min(ulen, avail)
-            if outer and dport == VXLAN_PORT:
-                self.vxlan(off + 8, uend)
-            elif outer and dport == GENEVE_PORT:
-                self.geneve(off + 8, uend)
+            if outer and kind is None and dport in (VXLAN_PORT, GENEVE_PORT):
+                self.udp_tunnel(dport, off + 8, uend)
         elif proto in (1, 58):
             if avail < 8:
                 raise Drop('icmp_truncated', avail)
@@ -628,10 +647,27 @@ class Model(object):
     def inner_ip(self, et, off, end):
         self.l3(self.out['inner'], et, off, end, outer=False)
 
+    def udp_tunnel(self, dport, off, end):
+        """The tunnel UDP destination port @dport names, from @off to the
+        end of the UDP datagram. docs/inspect.md: when its header or its
+        inner packet fails, the packet is plain UDP with `tun_invalid`
+        (no drop, no tunnel keys)."""
+        try:
+            if dport == VXLAN_PORT:
+                self.vxlan(off, end)
+            else:
+                self.geneve(off, end)
+        except Drop as d:
+            self.tun_fail = d
+            self.out.update(tun=None, vni=None, key=None, inner=None,
+                            tun_invalid=True)
+
     def vxlan(self, off, end):
         if end - off < 8:
             raise Drop('vxlan_truncated', end - off)
         p = self.tp.get('vxlan', off)
+        if not p.int('vxlan.flag_i'):
+            raise Drop('vxlan_i_flag_clear')
         self.tunnel('vxlan', p.int('vxlan.vni'), None)
         self.inner_eth(off + 8, end)
 
@@ -646,7 +682,7 @@ class Model(object):
             raise Drop('geneve_truncated')
         pt = p.int('geneve.proto_type')
         if pt not in TUNNEL_PAYLOADS:
-            raise Drop('tunnel_unknown_payload')
+            raise Drop('geneve_unknown_payload')
         self.tunnel('geneve', p.int('geneve.vni'), None)
         self.payload(pt, off + 8 + optlen, end)
 
@@ -675,10 +711,15 @@ class Model(object):
 
 
 def expected(tp):
-    """(expected inspect object, whether tshark must complain about it)."""
+    """(expected inspect object, whether tshark must complain about it,
+    why the payload of a tunnel port is no tunnel or None)."""
     m = Model(tp)
     out = m.run()
-    return out, out['drop'] in COMPLAINS and not m.empty
+    t = m.tun_fail
+    must = out['drop'] in COMPLAINS and not m.empty
+    if t is not None and out['drop'] is None:
+        must = t.reason in TUN_COMPLAINS and t.avail != 0
+    return out, must, t.reason if t is not None else None
 
 
 # ---------------------------------------------------------------------------
@@ -720,8 +761,9 @@ def same(a, b):
     return show(a) == show(b)
 
 
-def compare_obj(i, got, exp, must_complain, tp, label=None):
-    """Mismatch lines for packet @i: dpflow object @got vs expected @exp."""
+def compare_obj(i, got, exp, must_complain, tp, label=None, tun_fail=None):
+    """Mismatch lines for packet @i: dpflow object @got vs expected @exp.
+    @tun_fail: why tshark's fields make the tunnel port's payload none."""
     pfx = 'packet %d%s' % (i, ' (%s)' % label if label else '')
     bad = []
     if not isinstance(got, dict):
@@ -751,12 +793,19 @@ def compare_obj(i, got, exp, must_complain, tp, label=None):
             (must_complain or drop != exp['drop']):
         bad.append('%s field drop: dpflow=%s tshark=<no error, warning or '
                    'malformed mark on this packet>' % (pfx, show(drop)))
+    if got.get('tun_invalid') is True and exp['tun_invalid'] and \
+            must_complain and not tp.complaints:
+        bad.append('%s field tun_invalid: dpflow=true (%s) tshark=<no '
+                   'error, warning or malformed mark on this packet>' %
+                   (pfx, tun_fail))
     return bad
 
 
 def compare_file(dpflow, path, labels=None, skip_unverifiable=False):
     """Compare one capture. Returns a dict: packets, dropped, mismatches
-    (list of lines), skipped (list of lines), objs (dpflow's objects).
+    (list of lines), skipped (list of lines), objs (dpflow's objects),
+    tun_fail (packet index -> why tshark's fields make the payload of its
+    UDP tunnel port no tunnel).
 
     A packet whose expected object cannot be derived from tshark's
     dissection (tshark stopped early, or docs/inspect.md leaves the case
@@ -764,7 +813,7 @@ def compare_file(dpflow, path, labels=None, skip_unverifiable=False):
     skipped with its reason."""
     objs, err = dpflow_inspect(dpflow, path)
     res = {'packets': 0, 'dropped': 0, 'mismatches': [], 'skipped': [],
-           'objs': objs}
+           'objs': objs, 'tun_fail': {}}
     bad = res['mismatches']
     if err:
         bad.append(err)
@@ -789,7 +838,9 @@ def compare_file(dpflow, path, labels=None, skip_unverifiable=False):
             try:
                 if isinstance(tp, Unverifiable):
                     raise tp
-                exp, must_complain = expected(tp)
+                exp, must_complain, tun_fail = expected(tp)
+                if tun_fail is not None:
+                    res['tun_fail'][i] = tun_fail
             except Unverifiable as e:
                 (res['skipped'] if skip_unverifiable else bad).append(
                     'packet %d%s: cannot derive the expected object: %s '
@@ -800,7 +851,8 @@ def compare_file(dpflow, path, labels=None, skip_unverifiable=False):
                 continue
             if isinstance(got, dict) and got.get('drop') is not None:
                 res['dropped'] += 1
-            bad.extend(compare_obj(i, got, exp, must_complain, tp, label))
+            bad.extend(compare_obj(i, got, exp, must_complain, tp, label,
+                                   tun_fail))
     except RuntimeError as e:
         bad.append(str(e))
     res['packets'] = n

@@ -3,8 +3,10 @@
 
 Builds, with scapy, one capture per theme covering every protocol, option
 and link type the parser claims (include/dpflow/parse.h, docs/inspect.md),
-and a capture of malformed packets, each labelled with the drop reason
-dpflow must give (docs/inspect.md, "Drop reasons").
+a capture of malformed packets, each labelled with the drop reason dpflow
+must give (docs/inspect.md, "Drop reasons"), and a capture of UDP packets
+to the VXLAN and GENEVE ports whose payload is no such tunnel, each
+labelled with why (plain UDP for dpflow: `tun_invalid`, no drop).
 
 Usage: edge_cases.py DIR     writes the captures into DIR and lists them.
 
@@ -56,11 +58,15 @@ V6_A, V6_B = '2001:db8::a', '2001:db8:1::b'
 
 
 class Case(object):
-    def __init__(self, label, data, drop=None, wirelen=None):
+    def __init__(self, label, data, drop=None, wirelen=None,
+                 tun_invalid=None):
         self.label = label
         self.data = bytes(data)
         self.drop = drop
         self.wirelen = wirelen if wirelen is not None else len(self.data)
+        # why the payload of a UDP tunnel port is no tunnel (compare.py's
+        # TUN_INVALID_REASONS or the inner packet's drop reason)
+        self.tun_invalid = tun_invalid
 
 
 class Capture(object):
@@ -439,6 +445,9 @@ def cap_l4():
     a(Case('tcp port 4789 (not vxlan)', E() / v4() /
            TCP(sport=1, dport=4789) / Raw(vxlan_hdr(1) +
                                           bytes(inner_eth() / v4()))))
+    a(Case('udp first fragment to 4789, payload no vxlan (not tried)',
+           E() / v4(flags='MF', id=9) / UDP(sport=1, dport=4789, len=200) /
+           Raw(b'hello')))
     return Capture('l4', LINKTYPE_ETHERNET, c)
 
 
@@ -761,19 +770,11 @@ def cap_malformed():
     udp4 = bytes(E() / v4() / UDP(sport=1, dport=2) / Raw(b'p' * 18))
     tcp4 = bytes(E() / v4() / TCP() / Raw(b't' * 20))
 
-    def vx(inner, vni=1, outer=None):
-        return bytes(udp_tun(outer or v4(), 4789, vxlan_hdr(vni) +
-                             bytes(inner)))
-
     # eth_truncated
     m('eth_truncated', 'eth 13 bytes', udp4[:13])
     m('eth_truncated', 'eth 1 byte', udp4[:1])
-    m('eth_truncated', 'vxlan inner eth 10 bytes', vx(b'\x02' * 10))
-    m('eth_truncated', 'vxlan inner eth 0 bytes', vx(b''))
     m('eth_truncated', 'gre 0x6558 inner eth 12 bytes', E() / v4(proto=47) /
       Raw(gre_hdr(0x6558, b'\x02' * 12)))
-    m('eth_truncated', 'geneve 0x6558 inner eth 0 bytes', udp_tun(
-        v4(), 6081, geneve_hdr(1, 0x6558)))
 
     # vlan_truncated
     q = bytes(E() / Dot1Q(vlan=5) / v4() / UDP())
@@ -781,8 +782,6 @@ def cap_malformed():
     m('vlan_truncated', '802.1Q tpid, no tag', q[:14])
     qq = bytes(E() / Dot1AD(vlan=5) / Dot1Q(vlan=6) / v4() / UDP())
     m('vlan_truncated', 'second tag 3 of 4 bytes', qq[:21])
-    m('vlan_truncated', 'vxlan inner 802.1Q tag 2 bytes',
-      vx(bytes(inner_eth() / Dot1Q(vlan=5) / v4())[:16]))
 
     # vlan_too_many_tags
     m('vlan_too_many_tags', '802.1ad 802.1Q 802.1Q',
@@ -791,8 +790,6 @@ def cap_malformed():
       Dot1Q(vlan=2) / Dot1Q(vlan=3) / v6() / UDP())
     m('vlan_too_many_tags', '802.1ad x3 + arp', pad(
         E() / Dot1AD(vlan=1) / Dot1AD(vlan=2) / Dot1AD(vlan=3) / ARP()))
-    m('vlan_too_many_tags', 'vxlan inner 3 tags', vx(
-        inner_eth() / Dot1Q(vlan=1) / Dot1Q(vlan=2) / Dot1Q(vlan=3) / v4()))
 
     # ipv4_truncated
     m('ipv4_truncated', 'ipv4 19 bytes', udp4[:14 + 19])
@@ -822,8 +819,6 @@ def cap_malformed():
         with_byte(bytes(E() / v4() / UDP()), 14, 0x4f)[:14 + 28]))
     m('ipv4_bad_ihl', 'ihl 6, frame ends after 20 bytes',
       with_byte(bytes(E() / v4(len=20)), 14, 0x46))
-    m('ipv4_bad_ihl', 'vxlan inner ihl 3', vx(with_byte(
-        bytes(inner_eth() / v4() / UDP()), 14, 0x43)))
 
     # ipv4_bad_total_length
     m('ipv4_bad_total_length', 'total length 19', with_u16(udp4, 16, 19))
@@ -838,8 +833,6 @@ def cap_malformed():
       tcp4[:40], wirelen=len(tcp4))
     m('ipv4_bad_total_length', 'gre inner total length beyond outer',
       E() / v4(proto=47) / Raw(gre_hdr(0x0800, bytes(v4(len=100) / UDP()))))
-    m('ipv4_bad_total_length', 'vxlan inner total length beyond udp',
-      vx(inner_eth() / v4(len=200) / UDP()))
 
     # ipv6_truncated
     u6 = bytes(E() / v6() / UDP())
@@ -847,8 +840,6 @@ def cap_malformed():
     m('ipv6_truncated', 'ipv6 0 bytes', u6[:14])
     m('ipv6_truncated', 'ipv6-in-ipv4 inner 30 bytes', E() / v4(proto=41) /
       Raw(bytes(v6())[:30]))
-    m('ipv6_truncated', 'geneve 0x86dd inner 20 bytes', udp_tun(
-        v4(), 6081, geneve_hdr(2, 0x86dd) + bytes(v6())[:20]))
 
     # ipv6_bad_version
     m('ipv6_bad_version', 'ethertype 0x86dd carrying ipv4',
@@ -879,9 +870,6 @@ def cap_malformed():
     m('ipv6_ext_truncated', 'second header of a chain cut short',
       E() / v6(nh=0, plen=12) / Raw(b'\x2b\x00\x01\x04\x00\x00\x00\x00' +
                                     b'\x11\x02\x00\x00'))
-    m('ipv6_ext_truncated', 'vxlan inner routing header cut', vx(
-        inner_eth() / v6(nh=43, plen=8) / Raw(b'\x11\x01\x00\x00' +
-                                              b'\x00' * 4)))
 
     # ipv6_ext_too_many
     nine = v6() / IPv6ExtHdrHopByHop()
@@ -909,8 +897,6 @@ def cap_malformed():
       pad(E() / v6(plen=8) / IPv6ExtHdrHopByHop(nh=6), 80))
     m('tcp_truncated', 'tcp cut by ip total length, frame padded',
       pad(E() / v4(proto=6, len=30) / Raw(bytes(TCP())), 80))
-    m('tcp_truncated', 'vxlan inner tcp 12 bytes', vx(
-        inner_eth() / v4(proto=6) / Raw(bytes(TCP())[:12])))
 
     # tcp_bad_data_offset
     m('tcp_bad_data_offset', 'data offset 4', E() / v4() / TCP(dataofs=4))
@@ -941,8 +927,6 @@ def cap_malformed():
     m('udp_bad_length', 'udp length beyond the datagram, frame padded',
       pad(E() / v4() / UDP(len=30), 90))
     m('udp_bad_length', 'ipv6 udp length 9 of 8', E() / v6() / UDP(len=9))
-    m('udp_bad_length', 'vxlan inner udp length 100', vx(
-        inner_eth() / v4() / UDP(len=100)))
 
     # icmp_truncated (the ICMP/ICMPv6 header is 8 bytes: type, code,
     # checksum and the 4-byte rest-of-header; tshark needs all 8 too)
@@ -962,28 +946,6 @@ def cap_malformed():
     m('sctp_truncated', 'sctp 0 bytes', pad(E() / v4(proto=132)))
     m('sctp_truncated', 'ipv6 sctp 8 bytes', E() / v6(nh=132) /
       Raw(bytes(SCTP())[:8]))
-
-    # vxlan_truncated
-    m('vxlan_truncated', 'vxlan 7 bytes', udp_tun(v4(), 4789,
-                                                  vxlan_hdr(1)[:7]))
-    m('vxlan_truncated', 'vxlan 0 bytes', udp_tun(v6(), 4789, b''))
-    m('vxlan_truncated', 'vxlan cut by udp length, frame padded', pad(
-        E() / v4() / UDP(sport=5, dport=4789, len=12) /
-        Raw(vxlan_hdr(1)[:4]), 80))
-
-    # geneve_truncated
-    m('geneve_truncated', 'geneve 7 bytes', udp_tun(
-        v4(), 6081, geneve_hdr(1, 0x6558)[:7]))
-    m('geneve_truncated', 'geneve options 4 of 8 bytes', udp_tun(
-        v4(), 6081, geneve_hdr(1, 0x6558, optlen=2) + b'\x00\x01\x01\x00'))
-    m('geneve_truncated', 'geneve options 252 bytes announced, none',
-      udp_tun(v6(), 6081, geneve_hdr(1, 0x0800, optlen=63)))
-
-    # geneve_bad_version
-    for ver in (1, 2, 3):
-        m('geneve_bad_version', 'geneve version %d' % ver, udp_tun(
-            v4(), 6081, geneve_hdr(1, 0x6558, ver=ver) +
-            bytes(inner_eth() / v4() / UDP())))
 
     # gre_truncated
     m('gre_truncated', 'gre 3 bytes', E() / v4(proto=47) / Raw(b'\x00' * 3))
@@ -1010,13 +972,90 @@ def cap_malformed():
       Raw(gre_hdr(0x0806, bytes(ARP()))))
     m('tunnel_unknown_payload', 'gre ppp (0x880b), key', E() / v6(nh=47) /
       Raw(gre_hdr(0x880b, b'\xff\x03\x00\x21', key=1)))
-    m('tunnel_unknown_payload', 'geneve arp (0x0806)', udp_tun(
+
+    return Capture('malformed', LINKTYPE_ETHERNET, c, malformed=True)
+
+
+def cap_tun_invalid():
+    """UDP to 4789/6081 whose payload is not the tunnel the port names:
+    valid UDP packets for dpflow (docs/inspect.md), each labelled with why
+    the tunnel fails, which compare.py must derive from tshark too."""
+    c = []
+
+    def t(reason, label, data):
+        c.append(Case(label, data, tun_invalid=reason))
+
+    def vx(inner, vni=1, outer=None):
+        return bytes(udp_tun(outer or v4(), 4789, vxlan_hdr(vni) +
+                             bytes(inner)))
+
+    # the tunnel header itself
+    t('vxlan_truncated', 'vxlan 7 bytes', udp_tun(v4(), 4789,
+                                                  vxlan_hdr(1)[:7]))
+    t('vxlan_truncated', 'vxlan 0 bytes', udp_tun(v6(), 4789, b''))
+    t('vxlan_truncated', 'vxlan cut by udp length, frame padded', pad(
+        E() / v4() / UDP(sport=5, dport=4789, len=12) /
+        Raw(vxlan_hdr(1)[:4]), 80))
+    t('vxlan_truncated', "udp 4789 carrying 'hello'", udp_tun(
+        v4(), 4789, b'hello'))
+    t('vxlan_i_flag_clear', 'vxlan flags 0, valid inner frame', udp_tun(
+        v4(), 4789, vxlan_hdr(2, flags=0) + bytes(inner_eth() / v4() /
+                                                  UDP())))
+    t('vxlan_i_flag_clear', 'vxlan flags 0xf7 (all but I) over ipv6',
+      udp_tun(v6(), 4789, vxlan_hdr(3, flags=0xf7) +
+              bytes(inner_eth() / v6() / TCP())))
+    t('vxlan_i_flag_clear', 'udp 4789 carrying a dns-like query',
+      udp_tun(v4(), 4789, b'\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00'
+              b'\x00\x07example\x03com\x00\x00\x01\x00\x01'))
+    t('geneve_truncated', 'geneve 7 bytes', udp_tun(
+        v4(), 6081, geneve_hdr(1, 0x6558)[:7]))
+    t('geneve_truncated', 'geneve options 4 of 8 bytes', udp_tun(
+        v4(), 6081, geneve_hdr(1, 0x6558, optlen=2) + b'\x00\x01\x01\x00'))
+    t('geneve_truncated', 'geneve options 252 bytes announced, none',
+      udp_tun(v6(), 6081, geneve_hdr(1, 0x0800, optlen=63)))
+    for ver in (1, 2, 3):
+        t('geneve_bad_version', 'geneve version %d' % ver, udp_tun(
+            v4(), 6081, geneve_hdr(1, 0x6558, ver=ver) +
+            bytes(inner_eth() / v4() / UDP())))
+    t('geneve_bad_version', "udp 6081 carrying 'GET / HTTP/1.0'", udp_tun(
+        v4(), 6081, b'GET / HTTP/1.0\r\n\r\n'))
+    t('geneve_unknown_payload', 'geneve arp (0x0806)', udp_tun(
         v4(), 6081, geneve_hdr(3, 0x0806) + bytes(ARP())))
-    m('tunnel_unknown_payload', 'geneve mpls (0x8847) with options',
+    t('geneve_unknown_payload', 'geneve mpls (0x8847) with options',
       udp_tun(v4(), 6081, geneve_hdr(3, 0x8847, geneve_opt(1, 1, b'')) +
               b'\x00\x01\x01\x40' + bytes(v4() / UDP())))
 
-    return Capture('malformed', LINKTYPE_ETHERNET, c, malformed=True)
+    # the inner packet
+    t('eth_truncated', 'vxlan inner eth 10 bytes', vx(b'\x02' * 10))
+    t('eth_truncated', 'vxlan inner eth 0 bytes', vx(b''))
+    t('eth_truncated', 'geneve 0x6558 inner eth 0 bytes', udp_tun(
+        v4(), 6081, geneve_hdr(1, 0x6558)))
+    t('vlan_truncated', 'vxlan inner 802.1Q tag 2 bytes',
+      vx(bytes(inner_eth() / Dot1Q(vlan=5) / v4())[:16]))
+    t('vlan_too_many_tags', 'vxlan inner 3 tags', vx(
+        inner_eth() / Dot1Q(vlan=1) / Dot1Q(vlan=2) / Dot1Q(vlan=3) / v4()))
+    t('ipv4_bad_ihl', 'vxlan inner ihl 3', vx(with_byte(
+        bytes(inner_eth() / v4() / UDP()), 14, 0x43)))
+    t('ipv4_bad_total_length', 'vxlan inner total length beyond udp',
+      vx(inner_eth() / v4(len=200) / UDP()))
+    t('ipv6_truncated', 'geneve 0x86dd inner 20 bytes', udp_tun(
+        v4(), 6081, geneve_hdr(2, 0x86dd) + bytes(v6())[:20]))
+    t('ipv6_bad_version', 'geneve 0x86dd carrying ipv4', udp_tun(
+        v6(), 6081, geneve_hdr(2, 0x86dd) + bytes(v4() / UDP() /
+                                                  Raw(b'\x00' * 20))))
+    t('ipv6_ext_truncated', 'vxlan inner routing header cut', vx(
+        inner_eth() / v6(nh=43, plen=8) / Raw(b'\x11\x01\x00\x00' +
+                                              b'\x00' * 4)))
+    t('tcp_truncated', 'vxlan inner tcp 12 bytes', vx(
+        inner_eth() / v4(proto=6) / Raw(bytes(TCP())[:12])))
+    t('tcp_bad_data_offset', 'geneve 0x0800 inner tcp data offset 3',
+      udp_tun(v4(), 6081, geneve_hdr(4, 0x0800) +
+              bytes(v4() / TCP(dataofs=3))))
+    t('udp_bad_length', 'vxlan inner udp length 100', vx(
+        inner_eth() / v4() / UDP(len=100)))
+    t('icmp_truncated', 'vxlan over ipv6, inner icmpv6 4 bytes', vx(
+        inner_eth() / v6(nh=58) / Raw(b'\x80\x00\x00\x00'), outer=v6()))
+    return Capture('tun_invalid', LINKTYPE_ETHERNET, c)
 
 
 def cap_fuzz(bases, count=1500, seed=20240101):
@@ -1049,10 +1088,10 @@ def build():
     caps = [cap_l2(), cap_jumbo(), cap_ipv4(), cap_ipv6(), cap_l4(),
             cap_vxlan(), cap_geneve(), cap_gre(), cap_ipip(), cap_sll(),
             cap_sll2(), cap_raw(), cap_null(), cap_loop(), cap_pcapng(),
-            cap_malformed()]
+            cap_malformed(), cap_tun_invalid()]
     caps.append(cap_fuzz([c for c in caps if c.linktype == LINKTYPE_ETHERNET
                           and c.fmt == 'pcap' and not c.malformed and
-                          c.name != 'jumbo']))
+                          c.name not in ('jumbo', 'tun_invalid')]))
     return caps
 
 
@@ -1116,7 +1155,8 @@ def main(argv):
         print('%s: %d packets%s' % (path, len(cap.cases),
                                     ' (malformed)' if cap.malformed else ''))
         for i, c in enumerate(cap.cases):
-            print('  %3d %-24s %s' % (i, c.drop or '-', c.label))
+            print('  %3d %-24s %s' % (i, c.drop or c.tun_invalid or '-',
+                                      c.label))
     return 0
 
 

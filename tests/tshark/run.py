@@ -9,7 +9,8 @@ compares `DPFLOW inspect` with tshark on every one of them (compare.py),
 and checks the drop reason of every labelled malformed packet by name.
 
 TAP on stdout: one test point per capture, one per malformed expectation
-group (per parser drop reason, and `dpflow gen --malformed`'s manifest);
+group (per parser drop reason, and `dpflow gen --malformed`'s manifest),
+one for the UDP packets to a tunnel port whose payload is no tunnel;
 '# ' lines after a failing point give its first mismatches as
 "packet I field F: dpflow=... tshark=...". Exits 1 when a point fails.
 See docs/testing-parser.md.
@@ -149,6 +150,38 @@ def reason_check(point, reason, cases, objs):
                         diag_lines(bad))
 
 
+def tun_invalid_check(point, cases, res):
+    """Every case of the tun_invalid capture: dpflow forwards it as plain
+    UDP (no drop, no tunnel, `tun_invalid` true), and the reason its label
+    gives is the one derived from tshark's fields (so the case tests what
+    it says)."""
+    objs = res['objs'] if res else []
+    fails = res['tun_fail'] if res else {}
+    by_i = {o.get('i'): o for o in objs if isinstance(o, dict)}
+    bad = []
+    for i, c in enumerate(cases):
+        got = by_i.get(i)
+        if got is None:
+            bad.append('packet %d (%s): dpflow printed no object for it' %
+                       (i, c.label))
+            continue
+        for k, want in (('drop', None), ('tun', None), ('inner', None),
+                        ('l4', 'udp'), ('tun_invalid', True)):
+            if not compare.same(got.get(k), want):
+                bad.append('packet %d (%s) field %s: dpflow=%s expected=%s'
+                           % (i, c.label, k, compare.show(got.get(k)),
+                              compare.show(want)))
+        if fails.get(i) != c.tun_invalid:
+            bad.append('packet %d (%s): tshark makes it %s, labelled %s' %
+                       (i, c.label, fails.get(i), c.tun_invalid))
+    if not cases:
+        bad.append('no case in the tun_invalid capture')
+    return point.result(not bad, '%s: %d UDP packets to 4789/6081 with no '
+                        'tunnel in them, %d not plain UDP with tun_invalid'
+                        % (point.name, len(cases), len(bad)),
+                        diag_lines(bad))
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description='tshark reference test (TAP)')
     ap.add_argument('dpflow')
@@ -175,8 +208,9 @@ def main(argv):
     man_point = Point('gen all --malformed manifest')
     reason_points = [(Point('malformed %s' % r), r)
                      for r in compare.PARSER_DROPS]
+    tun_point = Point('tunnel ports, no tunnel')
     points = [p for p, _ in cap_points] + [p for p, _, _ in gen_points] + \
-        [man_point] + [p for p, _ in reason_points]
+        [man_point] + [p for p, _ in reason_points] + [tun_point]
     print('1..%d' % len(points))
     sys.stdout.flush()
 
@@ -230,6 +264,11 @@ def main(argv):
         mal_cases = [c for cap in malformed for c in cap.cases]
         for p, reason in reason_points:
             reason_check(p, reason, mal_cases, mal_objs)
+        tun_cases, tun_res = [], None
+        for p, cap in cap_points:
+            if cap.name == 'tun_invalid':
+                tun_cases, tun_res = cap.cases, results.get(p)
+        tun_invalid_check(tun_point, tun_cases, tun_res)
     finally:
         compare.tshark_cleanup()
         if not a.keep:

@@ -102,9 +102,10 @@ Test(ct, init_checks_arguments)
 
 	cr_assert_eq(dpflow_ct_image_size(0), 0);
 	cr_assert_eq(dpflow_ct_image_size(DPFLOW_CT_CAPACITY_MAX + 1), 0);
-	/* 100 connections: 150 slots -> 32 buckets of 8 */
+	/* 100 connections: 150 slots -> 32 buckets of 8; a control word,
+	 * a slot line and a value block a slot */
 	size = dpflow_ct_image_size(100);
-	cr_assert_eq(size, 256 + 32 * 64 + 128 + 256 * 64);
+	cr_assert_eq(size, 256 + 32 * 64 + 128 + 256 * 128);
 	dpflow_ct_params_default(&p, 100);
 	mem = aligned_alloc(64, size);
 	cr_assert_eq(dpflow_ct_image_init(mem, size, NULL, &err), -EINVAL);
@@ -148,8 +149,9 @@ Test(ct, init_checks_arguments)
 	cr_assert_str_eq(dpflow_ct_state_name(DPFLOW_CT_ESTABLISHED),
 			 "established");
 	cr_assert_str_eq(dpflow_ct_state_name(99), "unknown");
-	cr_assert_str_eq(dpflow_ct_stat_name(DPFLOW_CT_STAT_DROP_FULL),
-			 "drop_full");
+	cr_assert_str_eq(dpflow_ct_stat_name(DPFLOW_CT_STAT_REFUSED),
+			 "refused");
+	cr_assert_str_eq(dpflow_ct_stat_name(DPFLOW_CT_STAT__COUNT), "unknown");
 	dpflow_ct_destroy(NULL);
 	free(mem);
 }
@@ -805,7 +807,7 @@ Test(ct, expired_connection_is_replaced_before_the_scan)
 
 /* A flow that expires again and again before any scan leaves DEAD
  * connections in its buckets; once they are full, the next one takes over
- * a DEAD slot (counted as evicted) rather than refusing the flow. */
+ * a DEAD slot (counted as expired) rather than refusing the flow. */
 Test(ct, dead_connections_give_way_when_buckets_fill)
 {
 	struct dpflow_ct_image *ct = make_ct(1000, 0, 1);
@@ -821,8 +823,8 @@ Test(ct, dead_connections_give_way_when_buckets_fill)
 	}
 	dpflow_ct_stats_get(ct, &st);
 	/* 16 slots in the flow's two buckets: 15 DEAD and the live one */
-	cr_assert_eq(st.stat[DPFLOW_CT_STAT_EVICTED], 40 - 16);
-	cr_assert_eq(st.stat[DPFLOW_CT_STAT_DROP_NO_SLOT], 0);
+	cr_assert_eq(st.stat[DPFLOW_CT_STAT_EXPIRED], 40 - 16);
+	cr_assert_eq(st.stat[DPFLOW_CT_STAT_REFUSED], 0);
 	cr_assert_eq(st.live, 16);
 	cr_assert_eq(dpflow_ct_count(ct), 1);
 	cr_assert_eq(dpflow_ct_age(ct, 100 * MS, NULL, 0, report_cb, &rep), 16);
@@ -879,8 +881,7 @@ Test(ct, full_table_refuses_and_counts)
 	cr_assert_eq(created, 100);
 	cr_assert_eq(refused, 50);
 	dpflow_ct_stats_get(ct, &st);
-	cr_assert_eq(st.stat[DPFLOW_CT_STAT_DROP_FULL], 50);
-	cr_assert_eq(st.stat[DPFLOW_CT_STAT_DROP_NO_SLOT], 0);
+	cr_assert_eq(st.stat[DPFLOW_CT_STAT_REFUSED], 50);
 	cr_assert_eq(st.stat[DPFLOW_CT_STAT_CREATED], 100);
 	cr_assert_eq(st.live, 100);
 	/* known connections go on */
@@ -905,7 +906,7 @@ Test(ct, full_table_refuses_and_counts)
 		cr_assert_eq(r.drop, DPFLOW_CT_DROP_FULL);
 	}
 	dpflow_ct_stats_get(ct, &st);
-	cr_assert_eq(st.stat[DPFLOW_CT_STAT_DROP_FULL], 51);
+	cr_assert_eq(st.stat[DPFLOW_CT_STAT_REFUSED], 51);
 	cr_assert_eq(st.stat[DPFLOW_CT_STAT_REMOVED], 1);
 	cr_assert_eq(dpflow_ct_count(ct), 100);
 	dpflow_ct_destroy(ct);
@@ -951,8 +952,8 @@ Test(ct, full_table_evicts_expired_connections)
 	dpflow_ct_stats_get(ct, &st);
 	cr_assert_gt(accepted, 10);
 	cr_assert_leq(accepted, 50);
-	cr_assert_eq(st.stat[DPFLOW_CT_STAT_EVICTED], accepted);
-	cr_assert_eq(st.stat[DPFLOW_CT_STAT_DROP_FULL], 1 + refused);
+	cr_assert_eq(st.stat[DPFLOW_CT_STAT_EXPIRED], accepted);
+	cr_assert_eq(st.stat[DPFLOW_CT_STAT_REFUSED], 1 + refused);
 	cr_assert_eq(st.live, 100);
 	/* every TCP connection survived */
 	for (uint32_t i = 1; i < 100; i += 2) {
@@ -1411,7 +1412,7 @@ static void random_vs_model(uint64_t seed, bool loose, int n_pkts)
 	}
 	/* nothing was taken over unreported: the scans kept up */
 	dpflow_ct_stats_get(ct, &st);
-	cr_assert_eq(st.stat[DPFLOW_CT_STAT_EVICTED], 0);
+	cr_assert_eq(st.stat[DPFLOW_CT_STAT_EXPIRED], (uint64_t)expired);
 	/* the traffic exercised every path */
 	cr_assert(news > 500 && invalids > 500 && ignored > 100 &&
 		      expired > 200 && (!loose || reopens > 5),

@@ -391,6 +391,14 @@ Test(parse, generator_malformed_variants_give_their_reason)
 			     "packet %u variant %s: got %s want %s", n - 1,
 			     info.variant, dpflow_drop_name(got),
 			     dpflow_drop_name((unsigned)info.expect_drop));
+		/* a broken VXLAN/GENEVE header leaves plain UDP */
+		if (!strncmp(info.variant, "vxlan_", 6) ||
+		    !strncmp(info.variant, "geneve_", 7))
+			cr_expect(m.flags == DPFLOW_META_F_TUN_INVALID &&
+				      m.tun_type == DPFLOW_TUN_NONE &&
+				      m.outer.l4_type == DPFLOW_L4_UDP,
+				  "packet %u variant %s: flags 0x%x tunnel %u",
+				  n - 1, info.variant, m.flags, m.tun_type);
 	}
 	dpflow_gen_destroy(g);
 	cr_expect_eq(n, 2000);
@@ -505,4 +513,358 @@ Test(parse, drop_names_are_unique_and_stable)
 		for (unsigned b = a + 1; b < DPFLOW_DROP__COUNT; b++)
 			cr_expect_str_neq(dpflow_drop_name(a),
 					  dpflow_drop_name(b));
+}
+
+/* --- UDP to a tunnel port whose payload is no such tunnel (issue 23) ---- */
+
+/*
+ * Ethernet / IPv4 (or IPv6) / UDP @sport -> @dport / @pay into @f; the IP
+ * and UDP lengths cover exactly the payload, then @pad zero bytes of
+ * Ethernet padding follow. Returns the frame length.
+ */
+static uint32_t udp_frame(uint8_t *f, bool v6, uint16_t sport, uint16_t dport,
+			  const uint8_t *pay, uint32_t n, uint32_t pad)
+{
+	uint32_t l3 = 14, l4 = v6 ? 54 : 34, ulen = 8 + n;
+
+	memset(f, 0, l4 + ulen + pad);
+	memcpy(f, "\x02\x00\x00\x00\x00\x0b\x02\x00\x00\x00\x00\x0a", 12);
+	if (v6) {
+		f[12] = 0x86, f[13] = 0xdd;
+		f[l3] = 0x60;
+		f[l3 + 4] = (uint8_t)(ulen >> 8), f[l3 + 5] = (uint8_t)ulen;
+		f[l3 + 6] = 17, f[l3 + 7] = 64;
+		f[l3 + 8] = 0x20, f[l3 + 9] = 0x01, f[l3 + 23] = 0x0a;
+		f[l3 + 24] = 0x20, f[l3 + 25] = 0x01, f[l3 + 39] = 0x0b;
+	} else {
+		f[12] = 0x08, f[13] = 0x00;
+		f[l3] = 0x45;
+		f[l3 + 2] = (uint8_t)((20 + ulen) >> 8);
+		f[l3 + 3] = (uint8_t)(20 + ulen);
+		f[l3 + 8] = 64, f[l3 + 9] = 17;
+		memcpy(f + l3 + 12, "\xc0\x00\x02\x01\xc6\x33\x64\x02", 8);
+	}
+	f[l4] = (uint8_t)(sport >> 8), f[l4 + 1] = (uint8_t)sport;
+	f[l4 + 2] = (uint8_t)(dport >> 8), f[l4 + 3] = (uint8_t)dport;
+	f[l4 + 4] = (uint8_t)(ulen >> 8), f[l4 + 5] = (uint8_t)ulen;
+	memcpy(f + l4 + 8, pay, n);
+	return l4 + ulen + pad;
+}
+
+/* An inner Ethernet / IPv4 / UDP 1 -> 2 frame with 4 payload bytes. */
+static uint32_t inner_frame(uint8_t *f)
+{
+	static const uint8_t inner[] = {
+	    0x02, 0x00, 0x00, 0x00, 0x01, 0x0d, 0x02, 0x00, 0x00, 0x00,
+	    0x01, 0x0c, 0x08, 0x00, 0x45, 0x00, 0x00, 0x20, 0x00, 0x00,
+	    0x00, 0x00, 0x40, 0x11, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x01,
+	    0x0a, 0x00, 0x00, 0x02, 0x00, 0x01, 0x00, 0x02, 0x00, 0x0c,
+	    0x00, 0x00, 'd',  'a',  't',  'a'};
+
+	memcpy(f, inner, sizeof(inner));
+	return sizeof(inner);
+}
+
+#define TUN_CASE_MAX 128
+
+struct tun_case {
+	const char *what;
+	bool v6;
+	uint16_t dport;
+	uint8_t pay[TUN_CASE_MAX];
+	uint32_t n;
+	uint32_t udp_len; /* 0: 8 + n; else the UDP length written instead */
+	uint32_t pad;
+};
+
+/* VXLAN header (flags, VNI) and GENEVE base header into @p. */
+static uint32_t vxlan_hdr(uint8_t *p, uint8_t flags, uint32_t vni)
+{
+	memset(p, 0, 8);
+	p[0] = flags;
+	p[4] = (uint8_t)(vni >> 16), p[5] = (uint8_t)(vni >> 8);
+	p[6] = (uint8_t)vni;
+	return 8;
+}
+
+static uint32_t geneve_hdr(uint8_t *p, uint8_t ver, uint8_t optlen_words,
+			   uint8_t oc, uint16_t proto, uint32_t vni)
+{
+	memset(p, 0, 8);
+	p[0] = (uint8_t)(ver << 6 | optlen_words);
+	p[1] = oc;
+	p[2] = (uint8_t)(proto >> 8), p[3] = (uint8_t)proto;
+	p[4] = (uint8_t)(vni >> 16), p[5] = (uint8_t)(vni >> 8);
+	p[6] = (uint8_t)vni;
+	return 8;
+}
+
+/* The cases: each payload fails the tunnel its port names. */
+static unsigned tun_invalid_cases(struct tun_case *c)
+{
+	unsigned k = 0;
+	uint32_t o;
+
+	memset(c, 0, sizeof(*c) * 24);
+	/* VXLAN, 4789 */
+	c[k].what = "vxlan: empty payload", c[k].dport = 4789, k++;
+	c[k].what = "vxlan: 5 bytes 'hello' (no vxlan at all)";
+	c[k].dport = 4789, c[k].n = 5;
+	memcpy(c[k++].pay, "hello", 5);
+	c[k].what = "vxlan: header 7 of 8 bytes", c[k].dport = 4789;
+	c[k].n = vxlan_hdr(c[k].pay, 0x08, 1) - 1, k++;
+	c[k].what = "vxlan: UDP length ends 4 bytes into the header, frame "
+		    "padded";
+	c[k].dport = 4789, c[k].n = vxlan_hdr(c[k].pay, 0x08, 1);
+	c[k].udp_len = 12, c[k].pad = 30, k++;
+	c[k].what = "vxlan: I flag clear, valid inner frame";
+	c[k].dport = 4789, o = vxlan_hdr(c[k].pay, 0x00, 7);
+	c[k].n = o + inner_frame(c[k].pay + o), k++;
+	c[k].what = "vxlan over ipv6: G flag, I clear, valid inner frame";
+	c[k].v6 = true, c[k].dport = 4789, o = vxlan_hdr(c[k].pay, 0x80, 7);
+	c[k].pay[1] = 0x40;
+	c[k].n = o + inner_frame(c[k].pay + o), k++;
+	c[k].what = "vxlan: inner ethernet 10 bytes";
+	c[k].dport = 4789, o = vxlan_hdr(c[k].pay, 0x08, 1);
+	memset(c[k].pay + o, 2, 10), c[k].n = o + 10, k++;
+	c[k].what = "vxlan: inner ipv4 ihl 3";
+	c[k].dport = 4789, o = vxlan_hdr(c[k].pay, 0x08, 1);
+	c[k].n = o + inner_frame(c[k].pay + o);
+	c[k].pay[o + 14] = 0x43, k++;
+	c[k].what = "vxlan: inner ipv4 total length beyond the UDP datagram";
+	c[k].dport = 4789, o = vxlan_hdr(c[k].pay, 0x08, 1);
+	c[k].n = o + inner_frame(c[k].pay + o);
+	c[k].pay[o + 17] = 0x40, k++;
+	c[k].what = "vxlan over ipv6: inner udp truncated";
+	c[k].v6 = true, c[k].dport = 4789, o = vxlan_hdr(c[k].pay, 0x08, 1);
+	c[k].n = o + inner_frame(c[k].pay + o);
+	c[k].pay[o + 17] = 20 + 4, c[k].n = o + 14 + 24, k++;
+	c[k].what = "vxlan: inner three vlan tags";
+	c[k].dport = 4789, o = vxlan_hdr(c[k].pay, 0x08, 1);
+	memcpy(c[k].pay + o,
+	       "\x02\x00\x00\x00\x01\x0d\x02\x00\x00\x00\x01\x0c"
+	       "\x81\x00\x00\x01\x81\x00\x00\x02\x81\x00\x00\x03"
+	       "\x08\x00",
+	       26);
+	c[k].n = o + 26 + 20, k++;
+	/* GENEVE, 6081 */
+	c[k].what = "geneve: header 7 of 8 bytes", c[k].dport = 6081;
+	c[k].n = geneve_hdr(c[k].pay, 0, 0, 0, 0x6558, 1) - 1, k++;
+	c[k].what = "geneve: 18 bytes of text";
+	c[k].dport = 6081, c[k].n = 18;
+	memcpy(c[k++].pay, "GET / HTTP/1.0\r\n\r\n", 18);
+	for (uint8_t ver = 1; ver <= 3; ver++) {
+		c[k].what = ver == 1   ? "geneve: version 1, valid inner frame"
+			    : ver == 2 ? "geneve: version 2, valid inner frame"
+				       : "geneve: version 3, valid inner frame";
+		c[k].dport = 6081;
+		o = geneve_hdr(c[k].pay, ver, 0, 0, 0x6558, 2);
+		c[k].n = o + inner_frame(c[k].pay + o), k++;
+	}
+	c[k].what = "geneve: options 4 of 8 bytes";
+	c[k].dport = 6081, o = geneve_hdr(c[k].pay, 0, 2, 0, 0x6558, 1);
+	memcpy(c[k].pay + o, "\x00\x01\x01\x00", 4), c[k].n = o + 4, k++;
+	c[k].what = "geneve over ipv6: 252 option bytes announced, none";
+	c[k].v6 = true, c[k].dport = 6081;
+	c[k].n = geneve_hdr(c[k].pay, 0, 63, 0, 0x0800, 1), k++;
+	c[k].what = "geneve: protocol 0x0806 (arp), not opened";
+	c[k].dport = 6081, o = geneve_hdr(c[k].pay, 0, 0, 0, 0x0806, 3);
+	memset(c[k].pay + o, 0, 28), c[k].n = o + 28, k++;
+	c[k].what = "geneve: O and C flags, inner ethernet 0 bytes";
+	c[k].dport = 6081;
+	c[k].n = geneve_hdr(c[k].pay, 0, 0, 0xc0, 0x6558, 4), k++;
+	c[k].what = "geneve: 0x86dd, inner ipv6 20 of 40 bytes";
+	c[k].dport = 6081, o = geneve_hdr(c[k].pay, 0, 0, 0, 0x86dd, 5);
+	c[k].pay[o] = 0x60, c[k].n = o + 20, k++;
+	c[k].what = "geneve: 0x0800 carrying an ipv6 header (bad version)";
+	c[k].dport = 6081, o = geneve_hdr(c[k].pay, 0, 0, 0, 0x0800, 5);
+	c[k].pay[o] = 0x60, c[k].n = o + 40, k++;
+	return k;
+}
+
+/* Failures of the outer headers stay drops, tunnel port or not. */
+static void outer_udp_failures_stay_drops(void)
+{
+	uint8_t f[256];
+	struct dpflow_pkt_meta m;
+	uint32_t len;
+
+	/* UDP length one past the datagram */
+	len = udp_frame(f, false, 40000, 4789, (const uint8_t *)"hello", 5, 0);
+	f[34 + 5] = 14;
+	cr_expect_eq(parse_exact(f, len, &m), DPFLOW_DROP_UDP_BAD_LEN);
+	cr_expect_eq(m.flags, 0);
+	/* UDP length 7 */
+	f[34 + 5] = 7;
+	cr_expect_eq(parse_exact(f, len, &m), DPFLOW_DROP_UDP_BAD_LEN);
+	/* 4 bytes of UDP header */
+	len = udp_frame(f, true, 40000, 6081, (const uint8_t *)"", 0, 0);
+	f[14 + 5] = 4;
+	cr_expect_eq(parse_exact(f, len - 4, &m), DPFLOW_DROP_UDP_TRUNC);
+	cr_expect_eq(m.flags, 0);
+	/* IPv4 total length beyond the frame */
+	len = udp_frame(f, false, 40000, 4789, (const uint8_t *)"hello", 5, 0);
+	cr_expect_eq(parse_exact(f, len - 1, &m), DPFLOW_DROP_IPV4_BAD_TOTLEN);
+	cr_expect_eq(m.flags, 0);
+}
+
+Test(parse, tunnel_port_payload_that_is_no_tunnel_is_plain_udp)
+{
+	struct tun_case cs[24];
+	unsigned n = tun_invalid_cases(cs);
+
+	cr_assert_leq(n, DPFLOW_ARRAY_SIZE(cs));
+	outer_udp_failures_stay_drops();
+	for (unsigned i = 0; i < n; i++) {
+		const struct tun_case *c = &cs[i];
+		uint8_t f[256];
+		struct dpflow_pkt_meta m;
+		uint32_t len =
+		    udp_frame(f, c->v6, 40000, c->dport, c->pay, c->n, c->pad);
+		uint32_t l4 = c->v6 ? 54 : 34;
+		unsigned r;
+
+		if (c->udp_len) {
+			f[l4 + 4] = (uint8_t)(c->udp_len >> 8);
+			f[l4 + 5] = (uint8_t)c->udp_len;
+		}
+		r = parse_exact(f, len, &m);
+		cr_expect_eq(r, DPFLOW_DROP_NONE, "%s: dropped as %s", c->what,
+			     dpflow_drop_name(r));
+		cr_expect_eq(m.drop, DPFLOW_DROP_NONE, "%s: meta drop",
+			     c->what);
+		cr_expect_eq(m.tun_type, DPFLOW_TUN_NONE, "%s: tunnel %u",
+			     c->what, m.tun_type);
+		cr_expect_eq(m.flags, DPFLOW_META_F_TUN_INVALID,
+			     "%s: flags 0x%x", c->what, m.flags);
+		cr_expect_eq(m.tun_id, 0, "%s: tun_id", c->what);
+		cr_expect_eq(m.outer.l3_type,
+			     c->v6 ? DPFLOW_L3_IPV6 : DPFLOW_L3_IPV4, "%s: l3",
+			     c->what);
+		cr_expect_eq(m.outer.l4_type, DPFLOW_L4_UDP, "%s: l4", c->what);
+		cr_expect_eq(m.outer.sport, 40000, "%s: sport", c->what);
+		cr_expect_eq(m.outer.dport, c->dport, "%s: dport", c->what);
+		cr_expect_eq(m.outer.l4_off, l4, "%s: l4_off", c->what);
+		cr_expect_eq(m.outer.pay_off, l4 + 8, "%s: pay_off", c->what);
+		if (c->udp_len)
+			continue;
+		/* the same payload to port 53, and from the tunnel port to
+		 * port 53: plain UDP, no flag */
+		len = udp_frame(f, c->v6, 40000, 53, c->pay, c->n, c->pad);
+		cr_expect_eq(parse_exact(f, len, &m), 0, "%s", c->what);
+		cr_expect_eq(m.flags, 0, "%s to port 53: flags 0x%x", c->what,
+			     m.flags);
+		len = udp_frame(f, c->v6, c->dport, 53, c->pay, c->n, c->pad);
+		cr_expect_eq(parse_exact(f, len, &m), 0, "%s", c->what);
+		cr_expect_eq(m.flags, 0, "%s from the tunnel port: flags 0x%x",
+			     c->what, m.flags);
+	}
+}
+
+/*
+ * Valid VXLAN (the I flag decides, other flag bits are ignored) and GENEVE
+ * are tunnels without the flag; a tunnel port inside the inner packet is
+ * not tried.
+ */
+Test(parse, vxlan_needs_the_i_flag_and_valid_tunnels_have_no_flag)
+{
+	uint8_t pay[96], f[256];
+	struct dpflow_pkt_meta m;
+	uint32_t o, len;
+
+	o = vxlan_hdr(pay, 0x08, 0x123456);
+	o += inner_frame(pay + o);
+	len = udp_frame(f, false, 40000, 4789, pay, o, 0);
+	cr_assert_eq(parse_exact(f, len, &m), 0);
+	cr_expect_eq(m.tun_type, DPFLOW_TUN_VXLAN);
+	cr_expect_eq(m.tun_id, 0x123456);
+	cr_expect_eq(m.flags, 0);
+	cr_expect_eq(m.inner.l4_type, DPFLOW_L4_UDP);
+
+	/* VXLAN-GBP flags (G and I) are still VXLAN */
+	pay[0] = 0x88;
+	len = udp_frame(f, true, 40000, 4789, pay, o, 0);
+	cr_assert_eq(parse_exact(f, len, &m), 0);
+	cr_expect_eq(m.tun_type, DPFLOW_TUN_VXLAN);
+	cr_expect_eq(m.flags, 0);
+	/* every other bit of the flags, but not I: plain UDP (RFC 7348:
+	 * the I flag MUST be set) */
+	pay[0] = 0xf7;
+	len = udp_frame(f, false, 40000, 4789, pay, o, 0);
+	cr_assert_eq(parse_exact(f, len, &m), 0);
+	cr_expect_eq(m.tun_type, DPFLOW_TUN_NONE);
+	cr_expect_eq(m.flags, DPFLOW_META_F_TUN_INVALID);
+
+	o = geneve_hdr(pay, 0, 0, 0xc0, 0x6558, 9);
+	o += inner_frame(pay + o);
+	len = udp_frame(f, false, 40000, 6081, pay, o, 0);
+	cr_assert_eq(parse_exact(f, len, &m), 0);
+	cr_expect_eq(m.tun_type, DPFLOW_TUN_GENEVE);
+	cr_expect_eq(m.flags,
+		     DPFLOW_META_F_GENEVE_OAM | DPFLOW_META_F_GENEVE_CRIT);
+
+	/* a tunnel port in the inner packet is not tried: no flag */
+	o = vxlan_hdr(pay, 0x08, 1);
+	o += inner_frame(pay + o);
+	pay[8 + 36] = 0x12, pay[8 + 37] = 0xb5; /* inner dport 4789 */
+	len = udp_frame(f, false, 40000, 4789, pay, o, 0);
+	cr_assert_eq(parse_exact(f, len, &m), 0);
+	cr_expect_eq(m.tun_type, DPFLOW_TUN_VXLAN);
+	cr_expect_eq(m.inner.dport, 4789);
+	cr_expect_eq(m.flags, 0);
+}
+
+/*
+ * Every valid VXLAN and GENEVE packet of the generated shapes, its UDP
+ * datagram cut short at every length (IP and UDP lengths rewritten to
+ * match, so the outer packet stays valid): the whole one is the tunnel,
+ * every shorter one plain UDP with the flag, never a drop.
+ */
+Test(parse, every_cut_of_a_tunnel_payload_is_plain_udp)
+{
+	uint8_t buf[2048];
+	unsigned cuts = 0;
+
+	for (unsigned k = 0; k < N_SPECS; k++) {
+		struct dpflow_gen_spec s;
+		struct dpflow_pkt_meta full, m;
+		uint32_t len, l3, l4;
+
+		make_spec(k, &s);
+		if (s.tun_type != DPFLOW_TUN_VXLAN &&
+		    s.tun_type != DPFLOW_TUN_GENEVE)
+			continue;
+		len = dpflow_gen_build(&s, buf, sizeof(buf));
+		cr_assert_eq(parse_exact(buf, len, &full), 0);
+		cr_assert_eq(full.tun_type, s.tun_type);
+		l3 = full.outer.l3_off;
+		l4 = full.outer.l4_off;
+		for (uint32_t end = l4 + 8; end < len; end++) {
+			uint8_t p[2048];
+			uint32_t ulen = end - l4, iplen = end - l3;
+
+			memcpy(p, buf, end);
+			p[l4 + 4] = (uint8_t)(ulen >> 8);
+			p[l4 + 5] = (uint8_t)ulen;
+			if (full.outer.l3_type == DPFLOW_L3_IPV4) {
+				p[l3 + 2] = (uint8_t)(iplen >> 8);
+				p[l3 + 3] = (uint8_t)iplen;
+			} else {
+				p[l3 + 4] = (uint8_t)((iplen - 40) >> 8);
+				p[l3 + 5] = (uint8_t)(iplen - 40);
+			}
+			cr_expect_eq(parse_exact(p, end, &m), 0,
+				     "spec %u datagram cut at %u: %s", k, end,
+				     dpflow_drop_name(m.drop));
+			cr_expect_eq(m.tun_type, DPFLOW_TUN_NONE,
+				     "spec %u cut at %u", k, end);
+			cr_expect_eq(m.flags, DPFLOW_META_F_TUN_INVALID,
+				     "spec %u cut at %u: flags 0x%x", k, end,
+				     m.flags);
+			cr_expect_eq(m.outer.l4_type, DPFLOW_L4_UDP);
+			cr_expect_eq(m.outer.dport, full.outer.dport);
+			cuts++;
+		}
+	}
+	cr_expect_gt(cuts, 200);
 }

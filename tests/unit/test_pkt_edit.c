@@ -193,15 +193,25 @@ static int walk_l4(struct walk *w, uint32_t off, uint32_t end, uint8_t proto,
 		if (check_csum(w, "udp", off + 6, off, uend, pseudo + ulen,
 			       v6 ? 2 : 1))
 			return -1;
-		if (depth == 0 && dport == 4789)
-			return walk_eth(w, off + 16, uend, depth + 1);
-		if (depth == 0 && dport == 6081) {
+		/* a UDP tunnel as the parser opens one: VXLAN with the I
+		 * flag, GENEVE version 0 with its options inside and an
+		 * Ethernet or IP payload; anything else on those ports is
+		 * a plain UDP payload (the bytes that decide are marked) */
+		if (depth == 0 && dport == 4789 && uend - off >= 16) {
+			mark(w, off + 8, 1);
+			if (f[off + 8] & 0x08)
+				return walk_eth(w, off + 16, uend, depth + 1);
+		}
+		if (depth == 0 && dport == 6081 && uend - off >= 16) {
 			uint32_t g = off + 8, olen = (f[g] & 0x3f) * 4u;
+			uint16_t pt = rd16(f + g + 2);
 
 			mark(w, g, 1);
 			mark(w, g + 2, 2);
-			return walk_inner(w, rd16(f + g + 2), g + 8 + olen,
-					  uend, depth);
+			if (!(f[g] >> 6) && g + 8 + olen <= uend &&
+			    (pt == 0x6558 || pt == 0x0800 || pt == 0x86dd))
+				return walk_inner(w, pt, g + 8 + olen, uend,
+						  depth);
 		}
 		return 0;
 	}

@@ -169,6 +169,7 @@ static void put_packet(struct line *l, uint64_t i, int dlt,
 		m->tun_type == DPFLOW_TUN_GRE &&
 		    (m->flags & DPFLOW_META_F_TUN_KEY),
 		m->tun_id);
+	put_bool(l, "tun_invalid", true, m->flags & DPFLOW_META_F_TUN_INVALID);
 	put_key(l, "inner");
 	if (tun) {
 		put(l, "{");
@@ -186,6 +187,7 @@ static void put_packet(struct line *l, uint64_t i, int dlt,
 struct summary {
 	uint64_t pkts, bytes;
 	uint64_t l3[4], l4[7], tun[5], inner_l4[7];
+	uint64_t tun_invalid; /* UDP to a tunnel port, no tunnel in it */
 	uint64_t drop[DPFLOW_DROP__COUNT];
 };
 
@@ -199,6 +201,7 @@ static void summary_add(struct summary *s, const struct dpflow_pkt_meta *m)
 	s->l3[m->outer.l3_type & 3]++;
 	s->l4[m->outer.l4_type < 7 ? m->outer.l4_type : 0]++;
 	s->tun[m->tun_type < 5 ? m->tun_type : 0]++;
+	s->tun_invalid += (m->flags & DPFLOW_META_F_TUN_INVALID) != 0;
 	if (m->tun_type)
 		s->inner_l4[m->inner.l4_type < 7 ? m->inner.l4_type : 0]++;
 }
@@ -226,6 +229,7 @@ static void summary_print(const struct summary *s)
 	for (unsigned t = 1; t < 5; t++)
 		summary_row("tunnel", dpflow_tun_name((uint8_t)t), s->tun[t],
 			    s->pkts);
+	summary_row("tunnel", "invalid (plain udp)", s->tun_invalid, s->pkts);
 	for (unsigned t = 1; t < 7; t++)
 		summary_row("inner l4", dpflow_l4_name((uint8_t)t),
 			    s->inner_l4[t], s->pkts);

@@ -27,6 +27,11 @@
  * GPU 0 through lib/gpu/flow (gpu_flow.h): same packets out, same
  * counters; what the GPU target cannot run yet is refused at start with
  * the pipe and the feature named.
+ *
+ * Apps (the config's `apps:` section) are found in the app registry
+ * (dpflow/app.h) and loaded after the config; the control socket hands
+ * them their requests, the metrics endpoint their families, the control
+ * loop ticks them, and each adds a banner line and its exit report.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -42,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dpflow/app.h"
 #include "dpflow/config.h"
 #include "dpflow/dpflow.h"
 #include "dpflow/ctl.h"
@@ -51,10 +57,6 @@
 #ifdef DPFLOW_HAVE_GPU
 #include "dpflow/gpu_flow.h"
 #endif
-
-#include "l4lb/l4lb.h"
-#include "l4lb/l4lb_config.h"
-#include "l4lb/l4lb_ctl.h"
 
 #include "cmds.h"
 
@@ -80,7 +82,7 @@ struct run_state {
 	struct dpflow_metrics *metrics;	    /* its endpoint */
 	const char *ctl_path;		    /* --control, or NULL */
 	struct dpflow_ctl *ctl;		    /* the control socket */
-	struct l4lb *lb;		    /* apps.l4lb, or NULL */
+	struct dpflow_apps *apps;	    /* the config's apps */
 	uint64_t stats_ns;		    /* --stats-interval, 0: none */
 	uint64_t t_start, t_end;	    /* when packets began and stopped */
 	uint64_t t_stats;		    /* the last rates line */
@@ -275,9 +277,9 @@ static int open_ctl(struct run_state *st)
 	if (!st->ctl_path)
 		return 0;
 	h.rt = st->rt;
-	if (st->lb) {
-		h.request = l4lb_ctl_request;
-		h.request_arg = st->lb;
+	if (dpflow_apps_count(st->apps)) {
+		h.request = dpflow_apps_request;
+		h.request_arg = st->apps;
 	}
 #ifdef DPFLOW_HAVE_GPU
 	if (st->gpu) {
@@ -327,9 +329,9 @@ static int prepare(struct run_state *st, const struct dpflow_rt_cfg *rcfg,
 			fprintf(stderr, "dpflow run: --metrics: %s\n", err.msg);
 			return -1;
 		}
-		if (st->lb)
-			dpflow_metrics_app(st->metrics, l4lb_metrics_render,
-					   st->lb);
+		if (dpflow_apps_count(st->apps))
+			dpflow_metrics_app(st->metrics, dpflow_apps_metrics,
+					   st->apps);
 	}
 	return open_ctl(st);
 }
@@ -376,6 +378,7 @@ static void print_banner(const struct run_state *st, const char *path,
 				dpflow_ctx_port_name(ctx, cfg->port));
 		fprintf(stderr, "\n");
 	}
+	dpflow_apps_banner(st->apps, stderr);
 	if (st->ctl)
 		fprintf(stderr, "  control socket %s\n", st->ctl_path);
 	if (st->metrics)
@@ -454,6 +457,7 @@ static int run_gpu_loop(struct run_state *st, uint64_t deadline)
 			age_pipes(st);
 			next_age = now + RUN_AGE_NS;
 		}
+		dpflow_apps_tick(st->apps, dpflow_clock_mono_ns());
 		stats_tick(st, now);
 		if (all_done || (deadline && now >= deadline))
 			break;
@@ -487,8 +491,7 @@ static void run_workers(struct run_state *st, uint64_t deadline)
 			age_pipes(st);
 			next_age = now + RUN_AGE_NS;
 		}
-		if (st->lb)
-			l4lb_health_tick(st->lb, dpflow_clock_mono_ns());
+		dpflow_apps_tick(st->apps, dpflow_clock_mono_ns());
 		stats_tick(st, now);
 		if (dpflow_rt_inputs_done(st->rt) ||
 		    (deadline && now >= deadline))
@@ -797,7 +800,7 @@ static void release(struct run_state *st)
 	dpflow_ctl_close(st->ctl);
 	dpflow_metrics_close(st->metrics);
 	dpflow_rt_destroy(st->rt);
-	l4lb_destroy(st->lb);
+	dpflow_apps_destroy(st->apps);
 #ifdef DPFLOW_HAVE_GPU
 	dpflow_gpu_flow_unbind(st->gpu);
 #endif
@@ -824,20 +827,20 @@ static void usage(FILE *out)
 	    "'status: ok' (exit 0) or 'status: error: WHY' (exit 1: a\n"
 	    "capture cut short or unreadable, a failed write, an output\n"
 	    "that could not be renamed into place). A banner on stderr\n"
-	    "lists the ports, workers and pipes. Everything that can fail\n"
-	    "is checked before packets flow; pcap outputs are written to a\n"
-	    "temporary file renamed into place at the end (or, where a\n"
-	    "rename cannot keep the file, in place, truncated only when\n"
-	    "the run starts writing), so a run that fails to start or\n"
-	    "fails leaves every existing file as it was (outputs\n"
-	    "discarded); so does SIGINT or SIGTERM during start-up (exit\n"
-	    "1). Exit 2: a usage error or a bad option value.\n"
+	    "lists the ports, workers, pipes and apps. Everything that can\n"
+	    "fail is checked before packets flow; pcap outputs are written\n"
+	    "to a temporary file renamed into place at the end (or, where a\n"
+	    "rename cannot keep the file, in place, truncated only when the\n"
+	    "run starts writing), so a run that fails to start or fails\n"
+	    "leaves every existing file as it was (outputs discarded); so\n"
+	    "does SIGINT or SIGTERM during start-up (exit 1). Exit 2: a\n"
+	    "usage error or a bad option value.\n"
 	    "  --target T    cpu (default) or gpu (GPU 0; builds with nvcc)\n"
 	    "  --workers N   worker threads of the CPU target (default 1,\n"
 	    "                at most 64); flows spread by symmetric RSS\n"
 	    "  --burst N     packets a worker takes from a queue at once\n"
 	    "                (default 32, at most 256): a cap, not a wait;\n"
-	    "                the l4lb app runs faster with 64\n"
+	    "                apps' software handlers may run faster with 64\n"
 	    "  --cpus LIST   pin worker i to the i-th CPU of LIST (0,2,4 or\n"
 	    "                2-5); at least one CPU per worker, each one\n"
 	    "                this process may run on\n"
@@ -863,10 +866,13 @@ static void usage(FILE *out)
 	    "  --pool N      packet buffers (default 8192)\n"
 	    "\n"
 	    "Configs may forward to the software handler 'count' (counts\n"
-	    "and frees packets). RSS queues are drained by the control\n"
-	    "thread and counted per queue; every 100 ms pipes with aging\n"
-	    "are aged and their aged-out entries removed. The counters\n"
-	    "include each worker's packets and handoffs, the meter\n"
+	    "and frees packets), and run apps in their apps: section\n"
+	    "(`dpflow apps` lists those built in; an unknown one, or one\n"
+	    "that does not run on the target, is refused at start; each\n"
+	    "prints its counters after dpflow's). RSS queues are drained by\n"
+	    "the control thread and counted per queue; every 100 ms pipes\n"
+	    "with aging are aged and their aged-out entries removed. The\n"
+	    "counters include each worker's packets and handoffs, the meter\n"
 	    "colours, connections of ct pipes, RSS queues, the count\n"
 	    "handler, shared counters and aged-out entries.\n"
 	    "docs/runtime.md describes workers and RSS.\n");
@@ -945,6 +951,7 @@ int cmd_run(int argc, char **argv)
 	    {"count", count_handler, &st.handler_pkts},
 	};
 	struct dpflow_config_opts copts = {0};
+	struct dpflow_app_opts aopts = {0};
 	struct dpflow_rt_cfg rcfg = {0};
 	static int cpus[DPFLOW_WORKERS_MAX];
 	int n_cpus = 0;
@@ -1125,14 +1132,11 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "dpflow run: %s\n", err.msg);
 		goto fail_start;
 	}
-	st.lb = l4lb_config_load(ctx, argv[optind], rcfg.workers > 1, &err);
-	if (!st.lb && err.code) {
+	aopts.workers = rcfg.workers ? rcfg.workers : 1;
+	aopts.target = use_gpu ? DPFLOW_APP_TARGET_GPU : DPFLOW_APP_TARGET_CPU;
+	st.apps = dpflow_apps_load(ctx, argv[optind], &aopts, &err);
+	if (!st.apps) {
 		fprintf(stderr, "dpflow run: %s\n", err.msg);
-		goto fail_start;
-	}
-	if (st.lb && use_gpu) {
-		fprintf(stderr, "dpflow run: apps.l4lb runs on the CPU target "
-				"only\n");
 		goto fail_start;
 	}
 	if (prepare(&st, &rcfg, use_gpu))
@@ -1161,8 +1165,7 @@ int cmd_run(int argc, char **argv)
 	dpflow_ctl_close(st.ctl);
 	st.ctl = NULL;
 	print_counters(&st);
-	if (st.lb)
-		l4lb_print(st.lb, stdout);
+	dpflow_apps_report(st.apps, stdout);
 	print_summary(&st);
 	release(&st);
 	return st.why[0] ? 1 : 0;

@@ -1,24 +1,23 @@
 /*
  * `dpflow validate CONFIG` (and `dpflow run --check CONFIG`, which calls
  * validate_config()): load a config as `dpflow run` would, with the
- * software handler `count` and apps.l4lb, but open no port (the loader's
+ * software handler `count` and the apps of its `apps:` section (found in
+ * the app registry, dpflow/app.h), but open no port (the loader's
  * check-only mode: URIs checked, files and interfaces looked at, nothing
  * created, truncated or bound), then print what would run: ports, pipes
- * with their templates, forwarding and entries, and the balancer's
- * services and backends. Exit 0 valid, 1 not (the loader's FILE:LINE
- * message on stderr), 2 usage.
+ * with their templates, forwarding and entries, and what each app
+ * describes. Exit 0 valid, 1 not (the loader's FILE:LINE message on
+ * stderr), 2 usage.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpflow/app.h"
 #include "dpflow/config.h"
 #include "dpflow/dpflow.h"
 #include "dpflow/runtime.h"
-
-#include "l4lb/l4lb.h"
-#include "l4lb/l4lb_config.h"
 
 #include "cmds.h"
 
@@ -36,9 +35,10 @@ int validate_config(const char *path, unsigned workers, FILE *out)
 	    {"count", count_handler, NULL},
 	};
 	struct dpflow_config_opts copts = {0};
+	struct dpflow_app_opts aopts = {0};
 	struct dpflow_error err = {0};
+	struct dpflow_apps *apps;
 	struct dpflow_ctx *ctx;
-	struct l4lb *lb;
 	int rc;
 
 	copts.handlers = handlers;
@@ -49,20 +49,23 @@ int validate_config(const char *path, unsigned workers, FILE *out)
 		fprintf(stderr, "dpflow: %s\n", err.msg);
 		return 1;
 	}
-	lb = l4lb_config_load(ctx, path, workers > 1, &err);
-	if (!lb && err.code) {
+	aopts.workers = workers;
+	aopts.target = DPFLOW_APP_TARGET_CPU;
+	aopts.check_only = true;
+	apps = dpflow_apps_load(ctx, path, &aopts, &err);
+	if (!apps) {
 		fprintf(stderr, "dpflow: %s\n", err.msg);
 		dpflow_ctx_destroy(ctx);
 		return 1;
 	}
 	rc = dpflow_config_describe(ctx, out);
-	if (!rc && lb)
-		l4lb_describe(lb, out);
+	if (!rc)
+		dpflow_apps_describe(apps, out);
 	if (rc)
 		fprintf(stderr, "dpflow: %s: out of memory\n", path);
 	else
 		fprintf(out, "%s: valid\n", path);
-	l4lb_destroy(lb);
+	dpflow_apps_destroy(apps);
 	dpflow_ctx_destroy(ctx);
 	return rc ? 1 : 0;
 }
@@ -73,15 +76,16 @@ static void usage(FILE *f)
 	    f, "usage: dpflow validate [--workers N] CONFIG.yaml\n"
 	       "\n"
 	       "Load CONFIG as `dpflow run` would (ports, pipes, entries, the\n"
-	       "'count' handler, apps such as apps.l4lb) without opening any\n"
-	       "port: no file is created or truncated, no socket opened, no\n"
-	       "interface touched. Port URIs are checked: the kind, each\n"
-	       "port's keys, pcap rx files readable as captures, tx paths\n"
-	       "writable, afpacket and afxdp interfaces present. Then print\n"
-	       "the ports (name, kind, URI), the pipes (type, root port,\n"
-	       "match, action templates, forwarding, miss) with their entries\n"
-	       "as `dpflowctl entries list` prints them, and the l4lb\n"
-	       "services and backends. `dpflow run --check` does the same.\n"
+	       "'count' handler, the apps of its apps: section) without\n"
+	       "opening any port: no file is created or truncated, no socket\n"
+	       "opened, no interface touched. Port URIs are checked: the\n"
+	       "kind, each port's keys, pcap rx files readable as captures,\n"
+	       "tx paths writable, afpacket and afxdp interfaces present.\n"
+	       "Then print the ports (name, kind, URI), the pipes (type, root\n"
+	       "port, match, action templates, forwarding, miss) with their\n"
+	       "entries as `dpflowctl entries list` prints them, and what\n"
+	       "each app would run (`dpflow apps` lists the apps built in).\n"
+	       "`dpflow run --check` does the same.\n"
 	       "\n"
 	       "  --workers N   check apps as a run with N workers builds\n"
 	       "                them (default 1)\n"

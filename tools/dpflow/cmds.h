@@ -13,6 +13,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_apps(int argc, char **argv);
 
 /*
  * `dpflow validate CONFIG` and `dpflow run --check CONFIG`: load @path

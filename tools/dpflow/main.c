@@ -25,6 +25,7 @@ static const struct command commands[] = {
      "print how the parser sees each packet (JSON lines)"},
     {"gen", cmd_gen, "write test traffic to a pcap file"},
     {"bench", cmd_bench, "run an in-memory benchmark"},
+    {"apps", cmd_apps, "list the apps built in (config sections, targets)"},
 };
 
 static void usage(FILE *out)

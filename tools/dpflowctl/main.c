@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpflow/app.h"
 #include "dpflow/ctl.h"
 #include "dpflow/dpflow.h"
 
@@ -41,10 +42,11 @@ static const char *const usage_main =
     "                                 or JSON\n"
     "  top [--once|--count N] [--interval S]\n"
     "                                 rates per port, pipe and drop reason\n"
-    "  l4lb ...                       the L4 load balancer app's services\n"
-    "                                 and backends (l4lb --help)\n"
     "  version                        the version\n"
-    "  help [COMMAND [SUBCOMMAND]]    this text, or a command's\n"
+    "  help [COMMAND [SUBCOMMAND]]    this text, or a command's\n";
+
+/* after the apps (print_apps_help) */
+static const char *const usage_main_end =
     "\n"
     "--json prints the server's reply as one JSON document; text output\n"
     "is for people. 'dpflowctl COMMAND --help' says more.\n";
@@ -235,24 +237,39 @@ static int cmd_version(int argc, char **argv)
 	return 0;
 }
 
+/* `dpflowctl --help`: the commands, then the apps this dpflowctl has. */
+static int main_help(void)
+{
+	fputs(usage_main, stdout);
+	print_apps_help(stdout);
+	fputs(usage_main_end, stdout);
+	return 0;
+}
+
 static int cmd_help(int argc, char **argv);
 
 static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"ports", cmd_show},      {"pipes", cmd_show},	{"counters", cmd_show},
-    {"workers", cmd_show},    {"entries", cmd_entries}, {"batch", cmd_batch},
-    {"dump", cmd_dump},	      {"top", cmd_top},		{"l4lb", cmd_l4lb},
-    {"version", cmd_version}, {"help", cmd_help},
+    {"ports", cmd_show},   {"pipes", cmd_show},	     {"counters", cmd_show},
+    {"workers", cmd_show}, {"entries", cmd_entries}, {"batch", cmd_batch},
+    {"dump", cmd_dump},	   {"top", cmd_top},	     {"version", cmd_version},
+    {"help", cmd_help},
 };
 
-/* Run command @argv[0] with its arguments; an exit status. */
+/* Run command @argv[0] (dpflowctl's own, else an app's) with its
+ * arguments; an exit status. */
 static int dispatch(int argc, char **argv)
 {
+	const struct dpflow_app_cli *app;
+
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[0], commands[i].name))
 			return commands[i].fn(argc, argv);
+	app = dpflow_app_cli_find(argv[0]);
+	if (app)
+		return cmd_app(app, argc, argv);
 	return usage_error(NULL, "unknown command '%s'", argv[0]);
 }
 
@@ -262,7 +279,7 @@ static int cmd_help(int argc, char **argv)
 	char *args[4];
 
 	if (argc == 1)
-		return help_text(usage_main, NULL);
+		return main_help();
 	if (argc > 3 || is_help(argv[1]) || !strcmp(argv[1], "help"))
 		return argc > 3 ? usage_error("help", "too many arguments")
 				: help_text(usage_help, NULL);
@@ -281,7 +298,7 @@ int main(int argc, char **argv)
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (is_help(argv[i]))
-			return help_text(usage_main, NULL);
+			return main_help();
 		if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
 			printf("dpflowctl %s\n", DPFLOW_VERSION);
 			return 0;

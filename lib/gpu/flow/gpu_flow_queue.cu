@@ -357,7 +357,10 @@ qk_pkt(const struct qk_dev *d, const struct gpu_pipe *plan,
 		o.how = QK_IN_PLACE;
 	} else if (sn < len) {
 		/* do the parsed headers lie within the copy? (a successful
-		 * parse reads nothing beyond where its headers end) */
+		 * parse reads nothing beyond where its headers end; a tunnel
+		 * port's payload that did not parse as the tunnel may have
+		 * been judged on bytes past the copy: where the whole frame
+		 * is visible, it is parsed again in place) */
 		uint32_t end;
 
 		dpflow_parse_frame_impl(stage, len, &m);
@@ -370,6 +373,8 @@ qk_pkt(const struct qk_dev *d, const struct gpu_pipe *plan,
 			} else {
 				o.how = QK_IN_PLACE;
 			}
+		} else if ((m.flags & DPFLOW_META_F_TUN_INVALID) && vis > sn) {
+			o.how = QK_IN_PLACE;
 		}
 	}
 	if (o.how == QK_IN_PLACE) {

@@ -1,14 +1,17 @@
 /*
- * `dpflowctl l4lb ...`: the L4 load balancer app's requests (the
- * "l4lb.*" commands of docs/apps/l4lb.md).
+ * `dpflowctl l4lb ...`: the balancer's client commands (the "l4lb.*"
+ * requests of docs/apps/l4lb.md and their text output), registered with
+ * dpflowctl through the app registry (dpflow/app.h). Built into a library
+ * of its own that needs only jansson: dpflowctl links it, not the data
+ * plane.
  */
+#include <jansson.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dpflowctl.h"
+#include "dpflow/app.h"
 
 static const char *const usage_l4lb =
     "usage: dpflowctl l4lb COMMAND ...\n"
@@ -42,12 +45,21 @@ enum sub {
 	DRAIN,
 };
 
+/* Arguments each verb takes after its name. */
 static const struct {
-	const char *name;
-	int min_args, max_args; /* after the command's name */
-	const char *usage;
+	int min_args, max_args;
 } subs[] = {
-    [SERVICES] = {"services", 0, 1,
+    [SERVICES] = {0, 1},   [BACKENDS] = {1, 2},	   [SERVICE_ADD] = {1, 1},
+    [SERVICE_RM] = {1, 1}, [BACKEND_ADD] = {2, 4}, [BACKEND_RM] = {2, 2},
+    [WEIGHT] = {3, 3},	   [DRAIN] = {2, 2},
+};
+
+#define N_SUBS (sizeof(subs) / sizeof(subs[0]))
+
+static int run_verb(const struct dpflow_app_client *cl, int argc, char **argv);
+
+static const struct dpflow_app_verb verbs[] = {
+    [SERVICES] = {"services",
 		  "usage: dpflowctl l4lb services [--json]\n"
 		  "\n"
 		  "Each service (name, protocol, VIP:port, mode, packets\n"
@@ -55,49 +67,72 @@ static const struct {
 		  "rescheduled flows) and under it its backends (weight,\n"
 		  "health, Maglev slots, packets, new flows); then the\n"
 		  "connection table and the non-zero drop reasons.\n"
-		  "--json prints the server's reply (docs/apps/l4lb.md).\n"},
-    [BACKENDS] = {"backends", 1, 2,
+		  "--json prints the server's reply (docs/apps/l4lb.md).\n",
+		  run_verb},
+    [BACKENDS] = {"backends",
 		  "usage: dpflowctl l4lb backends SERVICE [--json]\n"
 		  "\n"
 		  "The backends of SERVICE: address, weight, health, Maglev\n"
 		  "slots, packets forwarded, new flows. --json prints\n"
 		  "{\"service\": SERVICE, \"backends\": [...]}, the service's\n"
-		  "part of the server's `l4lb.services` reply.\n"},
-    [SERVICE_ADD] = {"service-add", 1, 1,
+		  "part of the server's `l4lb.services` reply.\n",
+		  run_verb},
+    [SERVICE_ADD] = {"service-add",
 		     "usage: dpflowctl l4lb service-add FILE\n"
 		     "\n"
 		     "Add a service: FILE (YAML or JSON, - for standard\n"
 		     "input) holds one mapping as a config's\n"
-		     "apps.l4lb.services items, backends included.\n"},
-    [SERVICE_RM] = {"service-rm", 1, 1,
+		     "apps.l4lb.services items, backends included.\n",
+		     run_verb},
+    [SERVICE_RM] = {"service-rm",
 		    "usage: dpflowctl l4lb service-rm NAME\n"
 		    "\n"
-		    "Remove service NAME and its backends.\n"},
-    [BACKEND_ADD] = {"backend-add", 2, 4,
+		    "Remove service NAME and its backends.\n",
+		    run_verb},
+    [BACKEND_ADD] = {"backend-add",
 		     "usage: dpflowctl l4lb backend-add SERVICE ADDR[:PORT] "
 		     "[WEIGHT [MAC]]\n"
 		     "\n"
 		     "Add a backend to SERVICE: weight 0..1000000 (default\n"
 		     "1), MAC its next hop (default the backend gateway's).\n"
-		     "An IPv6 address with a port is written [ADDR]:PORT.\n"},
-    [BACKEND_RM] = {"backend-rm", 2, 2,
+		     "An IPv6 address with a port is written [ADDR]:PORT.\n",
+		     run_verb},
+    [BACKEND_RM] = {"backend-rm",
 		    "usage: dpflowctl l4lb backend-rm SERVICE ADDR[:PORT]\n"
 		    "\n"
 		    "Remove a backend of SERVICE; its flows move to the "
-		    "others.\n"},
-    [WEIGHT] = {"weight", 3, 3,
+		    "others.\n",
+		    run_verb},
+    [WEIGHT] = {"weight",
 		"usage: dpflowctl l4lb weight SERVICE ADDR[:PORT] W\n"
 		"\n"
 		"Set a backend's weight (0..1000000): its share of new "
-		"flows.\n"},
-    [DRAIN] = {"drain", 2, 2,
+		"flows.\n",
+		run_verb},
+    [DRAIN] = {"drain",
 	       "usage: dpflowctl l4lb drain SERVICE ADDR[:PORT]\n"
 	       "\n"
 	       "Weight 0: the backend's tracked flows stay, new flows go to\n"
-	       "the others.\n"},
+	       "the others.\n",
+	       run_verb},
 };
 
-#define N_SUBS (sizeof(subs) / sizeof(subs[0]))
+/* Member @key of @o: an integer (0 when absent or not one), a string ("-"
+ * when absent or not one), as dpflowctl's own output reads them. */
+static unsigned long long json_num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? (unsigned long long)json_integer_value(v)
+				  : 0;
+}
+
+static const char *json_str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "-";
+}
 
 /* Split "ADDR[:PORT]" / "[V6]:PORT" / "V6" into @req's addr and port. */
 static int addr_port(json_t *req, const char *s)
@@ -186,18 +221,19 @@ static void show(json_t *r)
 }
 
 /* `services` and `backends SERVICE`: the l4lb.services reply shown. */
-static int cmd_show(enum sub k, const char *service, bool json)
+static int cmd_show(const struct dpflow_app_client *cl, enum sub k,
+		    const char *service, bool json)
 {
-	json_t *reply = client_call(json_pack("{s:s}", "cmd", "l4lb.services"));
+	json_t *reply = cl->call(json_pack("{s:s}", "cmd", "l4lb.services"));
 	json_t *s = NULL, *out;
 	size_t i;
 	int rc = 0;
 
 	if (!reply)
-		return EXIT_FAIL;
+		return DPFLOW_APP_EXIT_FAIL;
 	if (k == SERVICES) {
 		if (json)
-			print_json(reply);
+			cl->print_json(reply);
 		else
 			show(reply);
 		json_decref(reply);
@@ -211,11 +247,11 @@ static int cmd_show(enum sub k, const char *service, bool json)
 	if (i == json_array_size(json_object_get(reply, "services"))) {
 		fprintf(stderr, "dpflowctl l4lb: no service named '%s'\n",
 			service);
-		rc = EXIT_FAIL;
+		rc = DPFLOW_APP_EXIT_FAIL;
 	} else if (json) {
 		out = json_pack("{s:s,s:O}", "service", service, "backends",
 				json_object_get(s, "backends"));
-		print_json(out);
+		cl->print_json(out);
 		json_decref(out);
 	} else {
 		show_backends(s);
@@ -225,12 +261,12 @@ static int cmd_show(enum sub k, const char *service, bool json)
 }
 
 /* Send @req (taken); 0 or an exit status. */
-static int call(json_t *req)
+static int call(const struct dpflow_app_client *cl, json_t *req)
 {
-	json_t *reply = client_call(req);
+	json_t *reply = cl->call(req);
 
 	if (!reply)
-		return EXIT_FAIL;
+		return DPFLOW_APP_EXIT_FAIL;
 	json_decref(reply);
 	return 0;
 }
@@ -247,100 +283,111 @@ static bool weight(json_t *req, const char *s)
 	return true;
 }
 
-int cmd_l4lb(int argc, char **argv)
+/* `service-add FILE`: the mapping in FILE sent as l4lb.service.add. */
+static int service_add(const struct dpflow_app_client *cl, const char *file)
 {
-	const char *name = argc > 1 ? argv[1] : NULL;
-	char cmd[32];
-	json_t *req, *b;
-	enum sub k = SERVICES;
-	bool found = false;
-	int n;
+	char why[256];
+	size_t len;
+	char *text = cl->read_file(file, &len);
+	json_t *svc;
 
-	for (size_t i = 0; name && i < N_SUBS && !found; i++)
-		if (!strcmp(name, subs[i].name)) {
-			k = (enum sub)i;
-			found = true;
-		}
-	if (any_help(argc, argv)) {
-		if (!found && !is_help(name))
-			return usage_error("l4lb", "unknown l4lb command '%s'",
-					   name);
-		return help_text(found ? subs[k].usage : usage_l4lb, NULL);
+	if (!text)
+		return DPFLOW_APP_EXIT_FAIL;
+	svc = cl->yaml_to_json(text, len, file, why, sizeof(why));
+	free(text);
+	if (!svc) {
+		fprintf(stderr, "dpflowctl l4lb: %s\n", why);
+		return DPFLOW_APP_EXIT_FAIL;
 	}
-	if (!name)
-		return usage_error("l4lb", "which l4lb command?");
-	if (!found)
-		return usage_error("l4lb", "unknown l4lb command '%s'", name);
-	snprintf(cmd, sizeof(cmd), "l4lb %s", name);
-	n = argc - 2;
+	return call(cl, json_pack("{s:s,s:o}", "cmd", "l4lb.service.add",
+				  "service", svc));
+}
+
+/* `backend-add SERVICE ADDR[:PORT] [WEIGHT [MAC]]` (@n arguments). */
+static int backend_add(const struct dpflow_app_client *cl, const char *cmd,
+		       int n, char **argv)
+{
+	json_t *b = json_object();
+
+	if (addr_port(b, argv[2])) {
+		json_decref(b);
+		return cl->usage_error(cmd, "'%s' is not ADDR[:PORT]", argv[2]);
+	}
+	if (n > 2 && !weight(b, argv[3])) {
+		json_decref(b);
+		return cl->usage_error(cmd, "WEIGHT '%s' is not 0..1000000",
+				       argv[3]);
+	}
+	if (n > 3)
+		json_object_set_new(b, "mac", json_string(argv[4]));
+	return call(cl, json_pack("{s:s,s:s,s:o}", "cmd", "l4lb.backend.add",
+				  "service", argv[1], "backend", b));
+}
+
+/*
+ * Every verb: @argv[0] names it, @argv[1..] are its arguments (dpflowctl
+ * found the verb and answered --help).
+ */
+static int run_verb(const struct dpflow_app_client *cl, int argc, char **argv)
+{
+	char cmd[32];
+	json_t *req;
+	enum sub k = SERVICES;
+	int n = argc - 1;
+
+	while (k < N_SUBS && strcmp(argv[0], verbs[k].name))
+		k++;
+	snprintf(cmd, sizeof(cmd), "l4lb %s", argv[0]);
 	if (k == SERVICES || k == BACKENDS) {
-		bool json = argc > 2 && !strcmp(argv[argc - 1], "--json");
+		bool json = argc > 1 && !strcmp(argv[argc - 1], "--json");
 
 		if (n - json < subs[k].min_args)
-			return usage_error(cmd, "which SERVICE?");
+			return cl->usage_error(cmd, "which SERVICE?");
 		if (n - json > subs[k].min_args)
-			return usage_error(cmd, "unknown argument '%s'",
-					   argv[2 + subs[k].min_args]);
-		return cmd_show(k, k == BACKENDS ? argv[2] : NULL, json);
+			return cl->usage_error(cmd, "unknown argument '%s'",
+					       argv[1 + subs[k].min_args]);
+		return cmd_show(cl, k, k == BACKENDS ? argv[1] : NULL, json);
 	}
 	if (n < subs[k].min_args || n > subs[k].max_args)
-		return usage_error(cmd, "%s arguments",
-				   n < subs[k].min_args ? "too few"
-							: "too many");
+		return cl->usage_error(cmd, "%s arguments",
+				       n < subs[k].min_args ? "too few"
+							    : "too many");
 	switch (k) {
-	case SERVICE_ADD: {
-		char why[256];
-		size_t len;
-		char *text = read_file(argv[2], &len);
-		json_t *svc;
-
-		if (!text)
-			return EXIT_FAIL;
-		svc = yaml_to_json(text, len, argv[2], why, sizeof(why));
-		free(text);
-		if (!svc) {
-			fprintf(stderr, "dpflowctl l4lb: %s\n", why);
-			return EXIT_FAIL;
-		}
-		return call(json_pack("{s:s,s:o}", "cmd", "l4lb.service.add",
-				      "service", svc));
-	}
+	case SERVICE_ADD:
+		return service_add(cl, argv[1]);
 	case SERVICE_RM:
-		return call(json_pack("{s:s,s:s}", "cmd", "l4lb.service.rm",
-				      "name", argv[2]));
+		return call(cl, json_pack("{s:s,s:s}", "cmd", "l4lb.service.rm",
+					  "name", argv[1]));
 	case BACKEND_ADD:
-		b = json_object();
-		if (addr_port(b, argv[3])) {
-			json_decref(b);
-			return usage_error(cmd, "'%s' is not ADDR[:PORT]",
-					   argv[3]);
-		}
-		if (n > 2 && !weight(b, argv[4])) {
-			json_decref(b);
-			return usage_error(cmd, "WEIGHT '%s' is not 0..1000000",
-					   argv[4]);
-		}
-		if (n > 3)
-			json_object_set_new(b, "mac", json_string(argv[5]));
-		return call(json_pack("{s:s,s:s,s:o}", "cmd",
-				      "l4lb.backend.add", "service", argv[2],
-				      "backend", b));
+		return backend_add(cl, cmd, n, argv);
 	default:
 		break;
 	}
 	req =
 	    json_pack("{s:s,s:s}", "cmd",
 		      k == BACKEND_RM ? "l4lb.backend.rm" : "l4lb.backend.set",
-		      "service", argv[2]);
-	if (addr_port(req, argv[3])) {
+		      "service", argv[1]);
+	if (addr_port(req, argv[2])) {
 		json_decref(req);
-		return usage_error(cmd, "'%s' is not ADDR[:PORT]", argv[3]);
+		return cl->usage_error(cmd, "'%s' is not ADDR[:PORT]", argv[2]);
 	}
 	if (k == DRAIN)
 		json_object_set_new(req, "weight", json_integer(0));
-	if (k == WEIGHT && !weight(req, argv[4])) {
+	if (k == WEIGHT && !weight(req, argv[3])) {
 		json_decref(req);
-		return usage_error(cmd, "W '%s' is not 0..1000000", argv[4]);
+		return cl->usage_error(cmd, "W '%s' is not 0..1000000",
+				       argv[3]);
 	}
-	return call(req);
+	return call(cl, req);
 }
+
+static const struct dpflow_app_cli l4lb_cli = {
+    .app = "l4lb",
+    .summary = "the L4 load balancer app's services\nand backends "
+	       "(l4lb --help)",
+    .usage = usage_l4lb,
+    .verbs = verbs,
+    .n_verbs = N_SUBS,
+};
+
+DPFLOW_APP_CLI_REGISTER(l4lb_cli)
