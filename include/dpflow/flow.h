@@ -298,6 +298,9 @@ struct dpflow_color_fwd {
 	struct dpflow_fwd red;
 };
 
+/* Addresses of a ct pipe's source NAT (per family: at most 8 of each). */
+#define DPFLOW_CT_SNAT_ADDRS_MAX 16
+
 /* Connection tracking pipes (type CT). */
 struct dpflow_ct_cfg {
 	bool inner;	  /* track the inner 5-tuple of tunnelled packets */
@@ -312,6 +315,25 @@ struct dpflow_ct_cfg {
 	uint32_t timeout_ms[16]; /* per state (meta.ct_state values); 0:
 				    the default (Linux's);
 				    DPFLOW_CT_TIMEOUT_NEVER: never */
+	/* when a connection finds no room, replace the least recently
+	 * used one of its buckets, never an established one for a
+	 * half-open one (not with @evict, which only reuses expired ones) */
+	bool replace;
+	/* bit i: meta.reg<i> is kept in the connection's value: set by the
+	 * packet that opens it, given back to every tracked packet of both
+	 * directions */
+	uint8_t save_regs;
+	/* source NAT: a new connection takes a source address and port from
+	 * these addresses (IPv4 and/or IPv6; a connection of a family with
+	 * no address is not translated) and ports, unique among the live
+	 * connections; tracked packets of both directions are translated */
+	struct dpflow_ct_snat_cfg {
+		uint8_t n_addrs;			  /* 0: no source NAT */
+		uint8_t family[DPFLOW_CT_SNAT_ADDRS_MAX]; /* 4 or 6 */
+		uint8_t addr[DPFLOW_CT_SNAT_ADDRS_MAX][16]; /* IPv4: 4 bytes */
+		uint16_t port_lo, port_hi; /* 1..65535; 0, 0: 1024..65535 */
+		uint16_t tries; /* candidates a new connection tries (0: 32) */
+	} snat;
 };
 
 /* dpflow_ct_cfg.timeout_ms: the state's connections never expire. */
@@ -468,8 +490,12 @@ struct dpflow_pipe_stats {
 	uint64_t hits;
 	uint64_t misses;
 	uint64_t color[3]; /* metered packets by colour */
-	/* CT pipes */
+	/* CT pipes: live connections; created, expired, replaced (made
+	 * room for a new one, ct.replace); packets that broke the state
+	 * machine, that got no connection, and new connections refused for
+	 * want of a free source NAT binding (counted in refused too) */
 	uint64_t ct_live, ct_created, ct_expired, ct_invalid, ct_refused;
+	uint64_t ct_replaced, ct_nat_exhausted;
 };
 
 /*

@@ -70,7 +70,8 @@ extern "C" {
 	_(FLOW_MISS_DROP, "flow_miss_drop")              \
 	_(FLOW_TOO_DEEP, "flow_pipe_depth")              \
 	_(FLOW_METER_RED, "flow_meter_red")              \
-	_(FLOW_RSS_FULL, "flow_rss_queue_full")
+	_(FLOW_RSS_FULL, "flow_rss_queue_full")          \
+	_(FLOW_CT_NAT_LOST, "flow_ct_nat_lost")
 
 enum dpflow_drop {
 #define DPFLOW_DROP_ENUM_(name, str) DPFLOW_DROP_##name,

@@ -5,6 +5,7 @@
  * checks again when the context, the pipes and the entries are made.
  * Control thread only.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,33 +247,136 @@ static int ct_state_lookup(const char *name)
 	return -1;
 }
 
+/* meta.reg0 .. meta.reg3 at @x: its number in *@reg. */
+static int parse_reg(struct loader *L, const struct ynode *x, uint8_t *reg)
+{
+	uint16_t f;
+
+	CHECK(cfg_parse_field_name(L, x, &f));
+	if (f < DPFLOW_FIELD_META_REG0 || f > DPFLOW_FIELD_META_REG3)
+		return yerr(&L->d, x, EINVAL,
+			    "'%s': expected meta.reg0 .. meta.reg3", y_str(x));
+	*reg = (uint8_t)(f - DPFLOW_FIELD_META_REG0);
+	return 0;
+}
+
+/* ct.snat: {addrs: [ADDR...], ports: [FIRST, LAST], tries: N} */
+static int parse_snat(struct loader *L, const struct ynode *x,
+		      struct dpflow_ct_snat_cfg *sn)
+{
+	static const char *const keys[] = {"addrs", "ports", "tries", NULL};
+	unsigned n4 = 0, n6 = 0;
+	struct ynode v, it;
+	uint32_t u;
+
+	CHECK(y_check_keys(&L->d, x, keys));
+	if (!y_get(&L->d, x, "addrs", &v))
+		return yerr(&L->d, x, EINVAL,
+			    "'addrs' is missing: the addresses new "
+			    "connections take as their source");
+	if (!y_is_seq(&v) || !y_len(&v))
+		return yerr(&L->d, &v, EINVAL,
+			    "expected a list of IPv4 or IPv6 addresses");
+	for (unsigned i = 0; i < y_len(&v); i++) {
+		const char *a;
+		unsigned k = sn->n_addrs;
+
+		y_item(&L->d, &v, i, &it);
+		a = y_str(&it);
+		if (a && inet_pton(AF_INET, a, sn->addr[k]) == 1)
+			sn->family[k] = 4, n4++;
+		else if (a && inet_pton(AF_INET6, a, sn->addr[k]) == 1)
+			sn->family[k] = 6, n6++;
+		else
+			return yerr(&L->d, &it, EINVAL,
+				    "'%s' is not an IPv4 or IPv6 address",
+				    a ? a : "");
+		if (n4 > DPFLOW_CT_SNAT_ADDRS_MAX / 2 ||
+		    n6 > DPFLOW_CT_SNAT_ADDRS_MAX / 2)
+			return yerr(&L->d, &it, EINVAL,
+				    "at most %u addresses of each family",
+				    DPFLOW_CT_SNAT_ADDRS_MAX / 2);
+		for (unsigned j = 0; j < k; j++)
+			if (sn->family[j] == sn->family[k] &&
+			    !memcmp(sn->addr[j], sn->addr[k], 16))
+				return yerr(&L->d, &it, EINVAL,
+					    "'%s' is there already", a);
+		sn->n_addrs++;
+	}
+	if (y_get(&L->d, x, "ports", &v)) {
+		struct ynode p0, p1;
+
+		if (!y_is_seq(&v) || y_len(&v) != 2)
+			return yerr(&L->d, &v, EINVAL,
+				    "expected [FIRST, LAST] (ports 1..65535)");
+		y_item(&L->d, &v, 0, &p0);
+		y_item(&L->d, &v, 1, &p1);
+		CHECK(parse_u32(L, &p0, 1, 65535, &u));
+		sn->port_lo = (uint16_t)u;
+		CHECK(parse_u32(L, &p1, 1, 65535, &u));
+		sn->port_hi = (uint16_t)u;
+		if (sn->port_lo > sn->port_hi)
+			return yerr(&L->d, &v, EINVAL,
+				    "first port %u is above the last, %u",
+				    sn->port_lo, sn->port_hi);
+	}
+	if (y_get(&L->d, x, "tries", &v)) {
+		CHECK(parse_u32(L, &v, 1, 65535, &u));
+		sn->tries = (uint16_t)u;
+	}
+	return 0;
+}
+
 int cfg_parse_ct(struct loader *L, const struct ynode *x,
 		 struct dpflow_ct_cfg *ct)
 {
 	static const char *const keys[] = {
-	    "inner",	"lookup_only", "tcp_strict", "evict",
-	    "user_reg", "timeouts_ms", NULL};
+	    "inner",	"lookup_only", "tcp_strict", "evict",	    "replace",
+	    "user_reg", "save",	       "snat",	     "timeouts_ms", NULL};
 	static const char *const flags[] = {"inner", "lookup_only",
-					    "tcp_strict", "evict"};
+					    "tcp_strict", "evict", "replace"};
 	bool *const flag_at[] = {&ct->inner, &ct->lookup_only, &ct->tcp_strict,
-				 &ct->evict};
+				 &ct->evict, &ct->replace};
 	struct ynode v;
 
 	memset(ct, 0, sizeof(*ct));
 	CHECK(y_check_keys(&L->d, x, keys));
-	for (unsigned i = 0; i < 4; i++)
+	for (unsigned i = 0; i < DPFLOW_ARRAY_SIZE(flags); i++)
 		if (y_get(&L->d, x, flags[i], &v))
 			CHECK(y_bool(&L->d, &v, flag_at[i]));
+	if (ct->evict && ct->replace)
+		return yerr(&L->d, x, EINVAL,
+			    "'evict' and 'replace' exclude each other "
+			    "(replace reuses expired connections too)");
 	if (y_get(&L->d, x, "user_reg", &v)) {
-		uint16_t f;
-
-		CHECK(cfg_parse_field_name(L, &v, &f));
-		if (f < DPFLOW_FIELD_META_REG0 || f > DPFLOW_FIELD_META_REG3)
-			return yerr(&L->d, &v, EINVAL,
-				    "'%s': expected meta.reg0 .. meta.reg3",
-				    y_str(&v));
+		CHECK(parse_reg(L, &v, &ct->user_reg));
 		ct->user = true;
-		ct->user_reg = (uint8_t)(f - DPFLOW_FIELD_META_REG0);
+	}
+	if (y_get(&L->d, x, "save", &v)) {
+		if (!y_is_seq(&v))
+			return yerr(&L->d, &v, EINVAL,
+				    "expected a list of registers "
+				    "(meta.reg0 .. meta.reg3)");
+		for (unsigned i = 0; i < y_len(&v); i++) {
+			struct ynode it;
+			uint8_t r = 0;
+
+			y_item(&L->d, &v, i, &it);
+			CHECK(parse_reg(L, &it, &r));
+			if (ct->save_regs & (1u << r))
+				return yerr(&L->d, &it, EINVAL,
+					    "meta.reg%u is there already", r);
+			ct->save_regs |= (uint8_t)(1u << r);
+		}
+	}
+	if (y_get(&L->d, x, "snat", &v)) {
+		CHECK(parse_snat(L, &v, &ct->snat));
+		if (ct->inner || ct->lookup_only)
+			return yerr(&L->d, &v, EINVAL, "source NAT %s",
+				    ct->inner ? "translates the outer headers: "
+						"not with 'inner'"
+					      : "binds new connections: not "
+						"with 'lookup_only'");
 	}
 	if (y_get(&L->d, x, "timeouts_ms", &v)) {
 		if (!y_is_map(&v))

@@ -1772,6 +1772,36 @@ DPF_HD static inline void dpflow_ct_lookup_val_impl(
 	    hit.orig_lo == from_lo ? DPFLOW_CT_DIR_ORIG : DPFLOW_CT_DIR_REPLY;
 }
 
+/*
+ * The tuple the initiator of connection @conn sent (before any
+ * translation: the connection's own key) into @p. The key is read
+ * between two loads of the control word, so it belongs to one live
+ * connection. False when @conn holds no live connection (it went
+ * meanwhile) or is a reply key's alias. Any thread.
+ */
+DPF_HD static inline bool dpflow_ct_orig_impl(struct dpflow_ct_image *ct,
+					      uint32_t conn,
+					      struct dpflow_ct_pkt *p)
+{
+	uint64_t *cw = &dpflow_ct_ctrl(ct)[conn];
+	struct dpflow_ct_slot *slot = &dpflow_ct_slots(ct)[conn];
+	struct dpflow_ct_key k;
+	uint64_t w = dpflow_atomic_load64_acq(cw);
+	unsigned j;
+
+	if ((w & DPFLOW_CT_W_STATUS) != DPFLOW_CT_W_READY ||
+	    (w & DPFLOW_CT_W_ALIAS))
+		return false;
+	for (j = 0; j < 5; j++)
+		k.w[j] = dpflow_atomic_load64(&slot->key[j]);
+	dpflow_atomic_fence_acq();
+	if ((dpflow_atomic_load64(cw) & DPFLOW_CT_W_IDENT) !=
+	    (w & DPFLOW_CT_W_IDENT))
+		return false;
+	dpflow_ct_key_tuple(&k, (w & DPFLOW_CT_W_ORIG_LO) != 0, p);
+	return true;
+}
+
 /* dpflow_ct_lookup_val_impl without the value block. */
 DPF_HD static inline void dpflow_ct_lookup_impl(struct dpflow_ct_image *ct,
 						const struct dpflow_ct_pkt *p,

@@ -670,6 +670,49 @@ static int check_ct(const struct dpflow_pipe_cfg *cfg, struct dpflow_error *err)
 					"pipe '%s': %u connections, at most %u",
 					cfg->name, cfg->size,
 					DPFLOW_CT_CAPACITY_MAX);
+	if (c->evict && c->replace)
+		return dpflow_error_set(err, EINVAL, "ct.replace",
+					"pipe '%s': ct.replace and ct.evict "
+					"exclude each other (replace reuses "
+					"expired connections too)",
+					cfg->name);
+	if (c->save_regs & ~0xfu)
+		return dpflow_error_set(err, EINVAL, "ct.save",
+					"pipe '%s': registers are meta.reg0 "
+					".. meta.reg3",
+					cfg->name);
+	if (!c->snat.n_addrs)
+		return 0;
+	if (c->snat.n_addrs > DPFLOW_CT_SNAT_ADDRS_MAX)
+		return dpflow_error_set(err, EINVAL, "ct.snat.addrs",
+					"pipe '%s': %u source NAT addresses, "
+					"at most %u",
+					cfg->name, c->snat.n_addrs,
+					DPFLOW_CT_SNAT_ADDRS_MAX);
+	if (c->inner)
+		return dpflow_error_set(err, EINVAL, "ct.snat",
+					"pipe '%s': source NAT translates the "
+					"outer headers: not with ct.inner",
+					cfg->name);
+	if (c->lookup_only)
+		return dpflow_error_set(err, EINVAL, "ct.snat",
+					"pipe '%s': a lookup_only pipe opens "
+					"no connections to bind",
+					cfg->name);
+	if ((c->snat.port_lo || c->snat.port_hi) &&
+	    (!c->snat.port_lo || c->snat.port_lo > c->snat.port_hi))
+		return dpflow_error_set(err, EINVAL, "ct.snat.ports",
+					"pipe '%s': ports %u-%u: expected "
+					"1 <= first <= last <= 65535",
+					cfg->name, c->snat.port_lo,
+					c->snat.port_hi);
+	for (unsigned a = 0; a < c->snat.n_addrs; a++)
+		if (c->snat.family[a] != 4 && c->snat.family[a] != 6)
+			return dpflow_error_set(err, EINVAL, "ct.snat.addrs",
+						"pipe '%s': address %u of "
+						"family %u",
+						cfg->name, a,
+						c->snat.family[a]);
 	return 0;
 }
 
@@ -834,6 +877,8 @@ int dpflow_pipe_stats_get(const struct dpflow_pipe *pipe,
 		s->ct_live = cs.live;
 		s->ct_created = cs.stat[DPFLOW_CT_STAT_CREATED];
 		s->ct_expired = cs.stat[DPFLOW_CT_STAT_EXPIRED];
+		s->ct_replaced = cs.stat[DPFLOW_CT_STAT_REPLACED];
+		s->ct_nat_exhausted = cs.stat[DPFLOW_CT_STAT_NAT_EXHAUSTED];
 		s->ct_invalid =
 		    __atomic_load_n(&pipe->ct_invalid, __ATOMIC_RELAXED);
 		s->ct_refused =

@@ -854,8 +854,34 @@ static int ct_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
 
 	dpflow_ct_params_default(&p, pipe->cfg.size);
 	p.flags = (c->tcp_strict ? 0 : DPFLOW_CT_F_TCP_LOOSE) |
-		  (c->evict ? DPFLOW_CT_F_EVICT : 0);
+		  (c->evict ? DPFLOW_CT_F_EVICT : 0) |
+		  (c->replace ? DPFLOW_CT_F_REPLACE : 0) |
+		  (c->snat.n_addrs ? DPFLOW_CT_F_NAT : 0);
 	p.seed = 0x63745f70u;
+	/* the source NAT's pools: IPv4 first, then IPv6 (as the plan's
+	 * ct_pool says) */
+	for (unsigned fam = 4; fam <= 6; fam += 2) {
+		struct dpflow_ct_pool_cfg *pc = &p.pools[p.n_pools];
+
+		for (unsigned a = 0; a < c->snat.n_addrs; a++) {
+			if (c->snat.family[a] != fam)
+				continue;
+			if (pc->n_addrs == DPFLOW_CT_POOL_ADDRS_MAX)
+				return dpflow_error_set(
+				    err, EINVAL, "ct.snat.addrs",
+				    "pipe '%s': at most %u IPv%u source NAT "
+				    "addresses",
+				    pipe->name, DPFLOW_CT_POOL_ADDRS_MAX, fam);
+			memcpy(pc->addr[pc->n_addrs++], c->snat.addr[a], 16);
+		}
+		if (!pc->n_addrs)
+			continue;
+		pc->family = (uint8_t)fam;
+		pc->port_lo = c->snat.port_lo ? c->snat.port_lo : 1024;
+		pc->port_hi = c->snat.port_hi ? c->snat.port_hi : 65535;
+		pc->tries = c->snat.tries;
+		p.n_pools++;
+	}
 	for (unsigned s = 1; s < DPFLOW_CT_STATE_COUNT; s++)
 		if (c->timeout_ms[s]) /* the image's 0 is never */
 			p.timeout_ms[s] =

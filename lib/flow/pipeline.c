@@ -52,6 +52,10 @@ struct scratch {
 	struct dpflow_ct_pkt ct_pkts[DPFLOW_BURST_MAX];
 	struct dpflow_ct_result ct_res[DPFLOW_BURST_MAX];
 	uint32_t ct_user[DPFLOW_BURST_MAX];
+	/* CT pipes that keep values: the value a new connection takes, and
+	 * each packet's connection's value */
+	struct dpflow_ct_value ct_init[DPFLOW_BURST_MAX];
+	struct dpflow_ct_value ct_vals[DPFLOW_BURST_MAX];
 	uint64_t now_ns; /* read once per burst */
 	unsigned worker; /* counter shard (flow_internal.h) */
 	uint16_t txq;	 /* transmit queue (dpflow_ctx_thread_tx_queue) */
@@ -152,8 +156,7 @@ static void trace_hit(struct scratch *s, uint32_t idx, unsigned color, bool ran)
 
 /* A control thread asked for a trace (dpflow_ctx_trace_next): take the
  * request if this burst's port is the one asked, and arm this burst. */
-static void trace_take(struct dpflow_ctx *ctx, struct scratch *s,
-		       uint16_t port)
+static void trace_take(struct dpflow_ctx *ctx, struct scratch *s, uint16_t port)
 {
 	unsigned st = CTX_TRACE_ASKED;
 
@@ -384,9 +387,19 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		tracked[n++] = idx;
 	}
 	for (uint16_t i = 0; i < n; i++) {
-		if (p->ct_lookup_only)
+		if (p->ct_lookup_only && p->ct_values)
+			dpflow_ct_lookup_val(ct, &s->ct_pkts[i], s->now_ns,
+					     &s->ct_res[i], &s->ct_vals[i]);
+		else if (p->ct_lookup_only)
 			dpflow_ct_lookup(ct, &s->ct_pkts[i], s->now_ns,
 					 &s->ct_res[i]);
+		else if (p->ct_values)
+			dpflow_ct_track(
+			    ct, &s->ct_pkts[i], s->now_ns, s->ct_user[i],
+			    walk_ct_init(
+				p, dpflow_pool_meta(ctx->pool, tracked[i]),
+				&s->ct_pkts[i], &s->ct_init[i]),
+			    &s->ct_res[i], &s->ct_vals[i]);
 		else
 			dpflow_ct_process(ct, &s->ct_pkts[i], s->now_ns,
 					  s->ct_user[i], &s->ct_res[i]);
@@ -411,6 +424,15 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 			break;
 		}
 		hit++;
+		if (p->ct_values) {
+			reason = walk_ct_values(p, ct, m,
+						dpflow_pool_buf(ctx->pool, idx),
+						&s->ct_res[i], &s->ct_vals[i]);
+			if (reason) {
+				drop_pkt(ctx, s, idx, reason);
+				continue;
+			}
+		}
 		/* its one all-zero entry's actions */
 		if (DPFLOW_UNLIKELY(s->trace))
 			trace_hit(s, idx, m->color, p->n_action_tmpls);
@@ -656,9 +678,9 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 	}
 	gen = __atomic_load_n(&ctx->gen, __ATOMIC_ACQUIRE);
 	s->now_ns = dpflow_clock_ns();
-	if (DPFLOW_UNLIKELY(__atomic_load_n(&ctx->trace_req,
-					    __ATOMIC_RELAXED) ==
-			    CTX_TRACE_ASKED))
+	if (DPFLOW_UNLIKELY(
+		__atomic_load_n(&ctx->trace_req, __ATOMIC_RELAXED) ==
+		CTX_TRACE_ASKED))
 		trace_take(ctx, s, port);
 	if (DPFLOW_UNLIKELY(s->trace_arm_n))
 		trace_start(s, idx, n, port);
@@ -776,10 +798,9 @@ int dpflow_ctx_trace_next(struct dpflow_ctx *ctx, int port, unsigned n,
 		/* not taken in time: withdraw it (a data thread that took
 		 * it meanwhile finishes its burst: wait for that) */
 		if (st == CTX_TRACE_ASKED && dpflow_clock_mono_ns() >= end &&
-		    __atomic_compare_exchange_n(&ctx->trace_req, &st,
-						CTX_TRACE_IDLE, false,
-						__ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
+		    __atomic_compare_exchange_n(
+			&ctx->trace_req, &st, CTX_TRACE_IDLE, false,
+			__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return 0;
 		usleep(1000);
 	}

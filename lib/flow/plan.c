@@ -8,6 +8,7 @@
 
 #include "dpflow/error.h"
 
+#include "flow/ct_impl.h"
 #include "flow/flow_internal.h"
 #include "flow/plan.h"
 
@@ -124,6 +125,17 @@ int dpflow_plan_pipe_build(struct dpflow_ctx *ctx, const struct dpflow_pipe *p,
 	out->ct_lookup_only = c->ct.lookup_only;
 	out->ct_user = c->ct.user;
 	out->ct_user_reg = c->ct.user_reg;
+	out->ct_save_regs = c->ct.save_regs & 0xf;
+	out->ct_pool[0] = out->ct_pool[1] = DPFLOW_CT_POOL_NONE;
+	for (unsigned i = 0, n = 0; i < 2; i++)
+		for (unsigned a = 0; a < c->ct.snat.n_addrs; a++)
+			if (c->ct.snat.family[a] == (i ? 6 : 4)) {
+				out->ct_pool[i] = (uint8_t)n++;
+				break;
+			}
+	out->ct_values = out->ct_save_regs ||
+			 out->ct_pool[0] != DPFLOW_CT_POOL_NONE ||
+			 out->ct_pool[1] != DPFLOW_CT_POOL_NONE;
 	out->yellow_set = c->color_fwd.yellow_set;
 	out->red_set = c->color_fwd.red_set;
 	rc =

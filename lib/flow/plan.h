@@ -71,7 +71,13 @@ struct dpflow_plan_pipe {
 	/* a hit reads its entry's plan (actions, per-entry forwarding or a
 	 * meter); else the entries' part of the plan is never written */
 	uint8_t reads_entries;
-	uint8_t reserved[2];
+	/* CT: registers kept in the connection (bit i: meta.reg<i>);
+	 * whether a new connection gets a value block (saved registers or
+	 * source NAT); the image's source NAT pool of IPv4 and of IPv6
+	 * connections (DPFLOW_CT_POOL_NONE: not translated) */
+	uint8_t ct_save_regs;
+	uint8_t ct_values;
+	uint8_t ct_pool[2];
 	uint32_t size; /* entries */
 	uint32_t hash_seed;
 	struct dpflow_plan_fwd fwd, miss, yellow, red;

@@ -291,6 +291,97 @@ DPF_HD static inline bool walk_ct_begin(const struct dpflow_plan_pipe *p,
 	return true;
 }
 
+/*
+ * CT pipe @p, before its tracker: the value block a connection the packet
+ * opens takes (its saved registers; source NAT from the pool of its
+ * family), in @init. Returns @init, or NULL when the pipe keeps no values
+ * (the tracker then writes none).
+ */
+DPF_HD static inline const struct dpflow_ct_value *
+walk_ct_init(const struct dpflow_plan_pipe *p, const struct dpflow_pkt_meta *m,
+	     const struct dpflow_ct_pkt *cp, struct dpflow_ct_value *init)
+{
+	unsigned pool;
+
+	if (!p->ct_values)
+		return NULL;
+	memset(init, 0, sizeof(*init));
+	init->pool = DPFLOW_CT_POOL_NONE;
+	for (unsigned r = 0; r < DPFLOW_CT_VAL_REGS; r++)
+		if (p->ct_save_regs & (1u << r)) {
+			init->flags |= (uint16_t)DPFLOW_CT_VAL_REG(r);
+			init->reg[r] = m->reg[r];
+		}
+	pool = p->ct_pool[cp->family == 6];
+	if (pool != DPFLOW_CT_POOL_NONE) {
+		init->flags |= DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_POOL;
+		init->pool = (uint8_t)pool;
+	}
+	return init;
+}
+
+/* Rewrite the address (@family's bytes of @addr) and, for a protocol with
+ * ports, the port at end @end (DPFLOW_EDIT_SRC or _DST) of the packet. */
+DPF_HD static inline unsigned
+walk_ct_rewrite(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned end,
+		unsigned family, const uint8_t *addr, uint16_t port, bool ports)
+{
+	unsigned r = family == 6 ? dpflow_edit_set_ipv6_impl(m, buf, end, addr)
+				 : dpflow_edit_set_ipv4_impl(m, buf, end, addr);
+
+	if (!r && ports)
+		r = dpflow_edit_set_port_impl(m, buf, end, port);
+	return r;
+}
+
+/*
+ * CT pipe @p (tracker image @ct), a tracked packet of connection @r whose
+ * value block is @v: its saved registers back into the metadata, and the
+ * connection's NAT applied. A packet from the initiator takes the
+ * translated source (and destination); one from the responder the other
+ * way: its destination becomes the initiator's source, its source the
+ * initiator's destination (read from the connection's key). Returns 0 or
+ * a drop reason.
+ */
+DPF_HD static inline unsigned walk_ct_values(const struct dpflow_plan_pipe *p,
+					     struct dpflow_ct_image *ct,
+					     struct dpflow_pkt_meta *m,
+					     uint8_t *buf,
+					     const struct dpflow_ct_result *r,
+					     const struct dpflow_ct_value *v)
+{
+	struct dpflow_ct_pkt orig;
+	unsigned fam = m->outer.l3_type == DPFLOW_L3_IPV6 ? 6 : 4, rc = 0;
+	bool ports = m->outer.l4_type == DPFLOW_L4_TCP ||
+		     m->outer.l4_type == DPFLOW_L4_UDP ||
+		     m->outer.l4_type == DPFLOW_L4_SCTP;
+
+	for (unsigned i = 0; i < DPFLOW_CT_VAL_REGS; i++)
+		if ((p->ct_save_regs & (1u << i)) &&
+		    (v->flags & DPFLOW_CT_VAL_REG(i)))
+			m->reg[i] = v->reg[i];
+	if (!(v->flags & (DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_DNAT)))
+		return 0;
+	if (r->dir == DPFLOW_CT_DIR_ORIG) {
+		if (v->flags & DPFLOW_CT_VAL_SNAT)
+			rc = walk_ct_rewrite(m, buf, DPFLOW_EDIT_SRC, fam,
+					     v->nat_src, v->nat_sport, ports);
+		if (!rc && (v->flags & DPFLOW_CT_VAL_DNAT))
+			rc = walk_ct_rewrite(m, buf, DPFLOW_EDIT_DST, fam,
+					     v->nat_dst, v->nat_dport, ports);
+		return rc;
+	}
+	if (!dpflow_ct_orig_impl(ct, r->conn, &orig))
+		return DPFLOW_DROP_FLOW_CT_NAT_LOST;
+	if (v->flags & DPFLOW_CT_VAL_SNAT)
+		rc = walk_ct_rewrite(m, buf, DPFLOW_EDIT_DST, fam, orig.src,
+				     orig.sport, ports);
+	if (!rc && (v->flags & DPFLOW_CT_VAL_DNAT))
+		rc = walk_ct_rewrite(m, buf, DPFLOW_EDIT_SRC, fam, orig.dst,
+				     orig.dport, ports);
+	return rc;
+}
+
 /* What a CT pipe's tracker said of a packet (walk_ct_end()). */
 enum walk_ct_outcome {
 	WALK_CT_TRACKED = 0, /* actions, then the pipe's forwarding */

@@ -554,6 +554,11 @@ static void print_pipe_extras(const struct run_state *st, unsigned i,
 		       (unsigned long)s->ct_expired,
 		       (unsigned long)s->ct_invalid,
 		       (unsigned long)s->ct_refused);
+	if (cfg->type == DPFLOW_PIPE_CT &&
+	    (cfg->ct.replace || cfg->ct.snat.n_addrs))
+		printf("    connections  %10lu replaced %8lu nat_exhausted\n",
+		       (unsigned long)s->ct_replaced,
+		       (unsigned long)s->ct_nat_exhausted);
 	if (cfg->monitor.aging_ms)
 		printf("    aged out     %10lu entries\n",
 		       (unsigned long)st->aged[i]);

@@ -222,6 +222,14 @@ static int check_pipe(const struct dpflow_pipe *p, struct dpflow_error *err)
 {
 	if (p->cfg.type >= DPFLOW_PIPE__COUNT)
 		return unsupported(err, "type", p->name, "this pipe type");
+	/* the ordered kernel's passes assume a new connection touches its
+	 * own two buckets only (gpu_flow_sched.cu) */
+	if (p->cfg.type == DPFLOW_PIPE_CT &&
+	    (p->cfg.ct.snat.n_addrs || p->cfg.ct.save_regs ||
+	     p->cfg.ct.replace))
+		return unsupported(err, "ct", p->name,
+				   "a ct pipe with connection values (save, "
+				   "snat) or replace");
 	return 0;
 }
 
@@ -511,8 +519,8 @@ static int plan_alloc(struct dpflow_gpu_flow *g, struct dpflow_error *err)
 		struct plan_pipe *pp = &g->pp[i];
 		size_t size = plan_entries(p);
 
-		pp->h_entries =
-		    (struct dpflow_plan_entry *)calloc(size, sizeof(*pp->h_entries));
+		pp->h_entries = (struct dpflow_plan_entry *)calloc(
+		    size, sizeof(*pp->h_entries));
 		pp->live = (uint8_t *)calloc(size, 1);
 		pp->carry = (uint64_t *)calloc(2 * size, sizeof(uint64_t));
 		if (pipe_has_entry_encap(p))
@@ -690,8 +698,8 @@ static void replay_to_handler(struct dpflow_gpu_flow *g, unsigned slot,
 		h->n = 0;
 	}
 	if (!h) {
-		g->ctx->plan_handlers[slot].fn(g->ctx->plan_handlers[slot].arg, g->ctx->pool, &idx,
-				     1);
+		g->ctx->plan_handlers[slot].fn(g->ctx->plan_handlers[slot].arg,
+					       g->ctx->pool, &idx, 1);
 		return;
 	}
 	h->idx[h->n++] = idx;
@@ -840,8 +848,8 @@ static void replay_flush(struct dpflow_gpu_flow *g, uint16_t n_drop)
 	for (unsigned k = 0; k < g->n_hout; k++) {
 		struct replay_handler *h = &g->hout[k];
 
-		g->ctx->plan_handlers[h->slot].fn(g->ctx->plan_handlers[h->slot].arg, pool, h->idx,
-					h->n);
+		g->ctx->plan_handlers[h->slot].fn(
+		    g->ctx->plan_handlers[h->slot].arg, pool, h->idx, h->n);
 	}
 	g->n_hout = 0;
 	for (unsigned q = 0; q < ctx->n_rss; q++) {
@@ -1284,8 +1292,10 @@ static const char *qk_refused(const struct dpflow_gpu_flow *g, unsigned i)
 	if (gp->fwd.kind == PLAN_FWD_RSS || gp->miss.kind == PLAN_FWD_RSS ||
 	    gp->yellow.kind == PLAN_FWD_RSS || gp->red.kind == PLAN_FWD_RSS)
 		return "forwarding to RSS queues";
-	if (gp->fwd.kind == PLAN_FWD_HANDLER || gp->miss.kind == PLAN_FWD_HANDLER ||
-	    gp->yellow.kind == PLAN_FWD_HANDLER || gp->red.kind == PLAN_FWD_HANDLER)
+	if (gp->fwd.kind == PLAN_FWD_HANDLER ||
+	    gp->miss.kind == PLAN_FWD_HANDLER ||
+	    gp->yellow.kind == PLAN_FWD_HANDLER ||
+	    gp->red.kind == PLAN_FWD_HANDLER)
 		return "forwarding to a handler";
 	for (unsigned t = 0; t < gp->n_action_tmpls; t++)
 		for (unsigned a = 0; a < gp->tmpl[t].n; a++)
@@ -1487,8 +1497,8 @@ static void versions_verify(struct dpflow_gpu_flow *g,
 			    const struct gpu_pipe *h_pipes,
 			    const struct gpu_pipe *d_pipes, unsigned gen)
 {
-	struct gpu_pipe *dp = (struct gpu_pipe *)malloc(g->n_pipes *
-							sizeof(*dp));
+	struct gpu_pipe *dp =
+	    (struct gpu_pipe *)malloc(g->n_pipes * sizeof(*dp));
 
 	if (!dp || cudaMemcpy(dp, d_pipes, g->n_pipes * sizeof(*dp),
 			      cudaMemcpyDeviceToHost) != cudaSuccess) {
@@ -1499,7 +1509,8 @@ static void versions_verify(struct dpflow_gpu_flow *g,
 	for (unsigned i = 0; i < g->n_pipes; i++) {
 		struct dpflow_pipe *p = g->ctx->pipes[i];
 		size_t bytes = image_bytes(p, p->images[gen]);
-		size_t eb = (size_t)p->cfg.size * sizeof(struct dpflow_plan_entry);
+		size_t eb =
+		    (size_t)p->cfg.size * sizeof(struct dpflow_plan_entry);
 		uint8_t *img = (uint8_t *)malloc(bytes);
 		uint8_t *ent = (uint8_t *)malloc(eb);
 		int ir = -2, er = -2;
