@@ -366,7 +366,12 @@ struct dpflow_ct_image {
 	uint64_t stats[8];
 	/* line 3: live connections (READY, DEAD or being freed) */
 	uint64_t n_live;
-	uint8_t reserved1[56];
+	/* a device copy's log of the control words the data path wrote
+	 * (dpflow_ct_touch): byte offset of {count, index[touch_cap]}, or
+	 * 0: no log (always on the CPU) */
+	uint64_t touch_off;
+	uint32_t touch_cap;
+	uint8_t reserved1[44];
 };
 DPFLOW_STATIC_ASSERT(sizeof(struct dpflow_ct_image) == 4 * DPFLOW_CACHE_LINE,
 		     "CT header is four lines");
@@ -464,6 +469,46 @@ DPF_HD static inline uint32_t dpflow_ct_w_time(uint64_t w)
 DPF_HD static inline uint64_t *dpflow_ct_ctrl(struct dpflow_ct_image *ct)
 {
 	return (uint64_t *)((uint8_t *)ct + ct->ctrl_off);
+}
+
+/*
+ * Control word @i was written. A device copy with a touch log notes @i
+ * there, for the GPU target's write-back of what a burst changed
+ * (lib/gpu/flow/gpu_flow_state.cu); nothing happens on the CPU.
+ */
+DPF_HD static inline void dpflow_ct_touch(struct dpflow_ct_image *ct,
+					  uint32_t i)
+{
+#ifdef __CUDA_ARCH__
+	if (ct->touch_off) {
+		uint32_t *log = (uint32_t *)((uint8_t *)ct + ct->touch_off);
+		uint32_t k = dpflow_atomic_add32(&log[0], 1u);
+
+		if (k < ct->touch_cap)
+			log[1 + k] = i;
+	}
+#else
+	(void)ct;
+	(void)i;
+#endif
+}
+
+/* Control word @i: a CAS (noted when it succeeds) and a release store. */
+DPF_HD static inline bool dpflow_ct_ctrl_cas(struct dpflow_ct_image *ct,
+					     uint32_t i, uint64_t *expected,
+					     uint64_t desired)
+{
+	if (!dpflow_atomic_cas64(&dpflow_ct_ctrl(ct)[i], expected, desired))
+		return false;
+	dpflow_ct_touch(ct, i);
+	return true;
+}
+
+DPF_HD static inline void dpflow_ct_ctrl_store(struct dpflow_ct_image *ct,
+					       uint32_t i, uint64_t w)
+{
+	dpflow_atomic_store64_rel(&dpflow_ct_ctrl(ct)[i], w);
+	dpflow_ct_touch(ct, i);
 }
 
 DPF_HD static inline uint32_t *dpflow_ct_locks(struct dpflow_ct_image *ct)
@@ -709,7 +754,7 @@ DPF_HD static inline bool dpflow_ct_resolve(struct dpflow_ct_image *ct,
 	       dpflow_ct_expired(ct, wc, now_ms)) {
 		uint64_t dead = (wc & ~DPFLOW_CT_W_STATUS) | DPFLOW_CT_W_DEAD;
 
-		if (!kill || dpflow_atomic_cas64(&ctrl[c], &wc, dead))
+		if (!kill || dpflow_ct_ctrl_cas(ct, c, &wc, dead))
 			break;
 	}
 	if ((wc & DPFLOW_CT_W_IDENT) != ident ||
@@ -770,7 +815,7 @@ dpflow_ct_find_hit(struct dpflow_ct_image *ct, const struct dpflow_ct_key *k,
 			uint64_t dead =
 			    (w2 & ~DPFLOW_CT_W_STATUS) | DPFLOW_CT_W_DEAD;
 
-			if (!kill || dpflow_atomic_cas64(&ctrl[i], &w2, dead))
+			if (!kill || dpflow_ct_ctrl_cas(ct, i, &w2, dead))
 				break;
 		}
 		if ((w2 & DPFLOW_CT_W_IDENT) != (w & DPFLOW_CT_W_IDENT) ||
@@ -1063,7 +1108,7 @@ DPF_HD static inline bool dpflow_ct_update(struct dpflow_ct_image *ct,
 			if (w2 == w)
 				break;
 			w = w2;
-		} else if (dpflow_atomic_cas64(cw, &w, nw)) {
+		} else if (dpflow_ct_ctrl_cas(ct, i, &w, nw)) {
 			break;
 		}
 		if ((w & DPFLOW_CT_W_IDENT) != ident)
@@ -1137,7 +1182,7 @@ dpflow_ct_claim_free(struct dpflow_ct_image *ct, const struct dpflow_ct_loc *l,
 			    (w & DPFLOW_CT_W_GEN) | DPFLOW_CT_W_BUSY;
 
 			if ((w & DPFLOW_CT_W_STATUS) == DPFLOW_CT_W_FREE &&
-			    dpflow_atomic_cas64(&ctrl[i], &w, busy)) {
+			    dpflow_ct_ctrl_cas(ct, i, &w, busy)) {
 				*wout = busy;
 				return i;
 			}
@@ -1170,9 +1215,10 @@ DPF_HD static inline void dpflow_ct_unbind(struct dpflow_ct_image *ct,
 		return;
 	/* the alias is the connection's alone: a store, not a CAS (a
 	 * creator still holding it BUSY fails its publishing CAS) */
-	dpflow_atomic_store64_rel(&ctrl[a], (dpflow_atomic_load64(&ctrl[a]) +
-					     (1ull << DPFLOW_CT_W_GEN_SHIFT)) &
-						DPFLOW_CT_W_GEN);
+	dpflow_ct_ctrl_store(
+	    ct, a,
+	    (dpflow_atomic_load64(&ctrl[a]) + (1ull << DPFLOW_CT_W_GEN_SHIFT)) &
+		DPFLOW_CT_W_GEN);
 	dpflow_ct_value_load(ct, c, &v);
 	if ((v.flags & DPFLOW_CT_VAL_POOL) && v.pool < ct->n_pools)
 		dpflow_atomic_add64(&dpflow_ct_pools(ct)[v.pool].bound,
@@ -1188,14 +1234,13 @@ DPF_HD static inline void dpflow_ct_unbind(struct dpflow_ct_image *ct,
 DPF_HD static inline bool dpflow_ct_kill(struct dpflow_ct_image *ct, uint32_t c,
 					 uint64_t w, unsigned stat)
 {
-	uint64_t *ctrl = dpflow_ct_ctrl(ct);
 	uint64_t busy = (w & DPFLOW_CT_W_GEN) | DPFLOW_CT_W_BUSY;
 
-	if (!dpflow_atomic_cas64(&ctrl[c], &w, busy))
+	if (!dpflow_ct_ctrl_cas(ct, c, &w, busy))
 		return false;
 	dpflow_ct_unbind(ct, c);
-	dpflow_atomic_store64_rel(
-	    &ctrl[c], (w + (1ull << DPFLOW_CT_W_GEN_SHIFT)) & DPFLOW_CT_W_GEN);
+	dpflow_ct_ctrl_store(
+	    ct, c, (w + (1ull << DPFLOW_CT_W_GEN_SHIFT)) & DPFLOW_CT_W_GEN);
 	dpflow_atomic_add64(&ct->n_live, (uint64_t)-1);
 	dpflow_ct_stat_add(ct, stat);
 	return true;
@@ -1515,7 +1560,6 @@ dpflow_ct_open_conn(struct dpflow_ct_image *ct, const struct dpflow_ct_key *k,
 		    uint32_t user, const struct dpflow_ct_value *init,
 		    struct dpflow_ct_result *r, struct dpflow_ct_value *val)
 {
-	uint64_t *ctrl = dpflow_ct_ctrl(ct);
 	struct dpflow_ct_slot *slot;
 	struct dpflow_ct_value v;
 	struct dpflow_ct_bind b;
@@ -1543,8 +1587,8 @@ dpflow_ct_open_conn(struct dpflow_ct_image *ct, const struct dpflow_ct_key *k,
 	if (i == DPFLOW_TABLE_MISS) {
 		if (b.alias != DPFLOW_TABLE_MISS) {
 			/* nobody saw it: back to FREE as it was */
-			dpflow_atomic_store64_rel(&ctrl[b.alias],
-						  b.wa & DPFLOW_CT_W_GEN);
+			dpflow_ct_ctrl_store(ct, b.alias,
+					     b.wa & DPFLOW_CT_W_GEN);
 			if (v.flags & DPFLOW_CT_VAL_POOL)
 				dpflow_atomic_add64(
 				    &dpflow_ct_pools(ct)[v.pool].bound,
@@ -1582,17 +1626,17 @@ dpflow_ct_open_conn(struct dpflow_ct_image *ct, const struct dpflow_ct_key *k,
 	     (uint64_t)open_state << DPFLOW_CT_W_STATE_SHIFT |
 	     (from_lo ? DPFLOW_CT_W_ORIG_LO : 0) |
 	     (uint64_t)now_ms << DPFLOW_CT_W_TIME_SHIFT;
-	dpflow_atomic_store64_rel(&ctrl[i], nw);
+	dpflow_ct_ctrl_store(ct, i, nw);
 	if (b.alias != DPFLOW_TABLE_MISS) {
 		uint64_t wa = b.wa;
 
 		/* fails only when the connection was already freed, its
 		 * alias with it */
-		dpflow_atomic_cas64(&ctrl[b.alias], &wa,
-				    (b.wa & DPFLOW_CT_W_GEN) |
-					DPFLOW_CT_W_READY | DPFLOW_CT_W_ALIAS |
-					b.rl.sig |
-					(b.r_lo ? DPFLOW_CT_W_ORIG_LO : 0));
+		dpflow_ct_ctrl_cas(ct, b.alias, &wa,
+				   (b.wa & DPFLOW_CT_W_GEN) |
+				       DPFLOW_CT_W_READY | DPFLOW_CT_W_ALIAS |
+				       b.rl.sig |
+				       (b.r_lo ? DPFLOW_CT_W_ORIG_LO : 0));
 	}
 	if (b.lock)
 		dpflow_atomic_store32_rel(b.lock, 0);

@@ -403,6 +403,10 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		else
 			dpflow_ct_process(ct, &s->ct_pkts[i], s->now_ns,
 					  s->ct_user[i], &s->ct_res[i]);
+		/* a reply's translation, before a later packet of the burst
+		 * may free its connection */
+		if (p->ct_values)
+			walk_ct_resolve(ct, &s->ct_res[i], &s->ct_vals[i]);
 	}
 	for (uint16_t i = 0; i < n; i++) {
 		uint32_t idx = tracked[i];
@@ -425,7 +429,7 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		}
 		hit++;
 		if (p->ct_values) {
-			reason = walk_ct_values(p, ct, m,
+			reason = walk_ct_values(p, m,
 						dpflow_pool_buf(ctx->pool, idx),
 						&s->ct_res[i], &s->ct_vals[i]);
 			if (reason) {

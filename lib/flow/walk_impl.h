@@ -334,27 +334,56 @@ walk_ct_rewrite(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned end,
 	return r;
 }
 
+/* walk_ct_resolve(): a reply's translation could not be read. */
+#define WALK_CT_VAL_LOST 0x80
+
 /*
- * CT pipe @p (tracker image @ct), a tracked packet of connection @r whose
- * value block is @v: its saved registers back into the metadata, and the
- * connection's NAT applied. A packet from the initiator takes the
- * translated source (and destination); one from the responder the other
- * way: its destination becomes the initiator's source, its source the
- * initiator's destination (read from the connection's key). Returns 0 or
- * a drop reason.
+ * Right after the tracker said @r with the connection's value @v: for a
+ * reply of a translated connection, put what the reply is rewritten to
+ * in @v (nat_src, nat_sport: its new destination, the initiator's source;
+ * nat_dst, nat_dport: its new source, the initiator's destination), read
+ * from the connection's key now, before a later packet of the burst may
+ * free the connection. When the connection already went (another thread
+ * freed it), @v is marked WALK_CT_VAL_LOST.
+ */
+DPF_HD static inline void walk_ct_resolve(struct dpflow_ct_image *ct,
+					  const struct dpflow_ct_result *r,
+					  struct dpflow_ct_value *v)
+{
+	struct dpflow_ct_pkt orig;
+
+	if (r->conn == DPFLOW_TABLE_MISS || r->dir != DPFLOW_CT_DIR_REPLY ||
+	    !(v->flags & (DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_DNAT)))
+		return;
+	if (!dpflow_ct_orig_impl(ct, r->conn, &orig)) {
+		v->reserved0 = WALK_CT_VAL_LOST;
+		return;
+	}
+	memcpy(v->nat_src, orig.src, 16);
+	v->nat_sport = orig.sport;
+	memcpy(v->nat_dst, orig.dst, 16);
+	v->nat_dport = orig.dport;
+}
+
+/*
+ * CT pipe @p, a tracked packet of connection @r whose value block is @v
+ * (walk_ct_resolve() done): its saved registers back into the metadata,
+ * and the connection's NAT applied. A packet from the initiator takes the
+ * translated source (and destination); a reply the other way: its
+ * destination becomes the initiator's source, its source the initiator's
+ * destination. Returns 0 or a drop reason.
  */
 DPF_HD static inline unsigned walk_ct_values(const struct dpflow_plan_pipe *p,
-					     struct dpflow_ct_image *ct,
 					     struct dpflow_pkt_meta *m,
 					     uint8_t *buf,
 					     const struct dpflow_ct_result *r,
 					     const struct dpflow_ct_value *v)
 {
-	struct dpflow_ct_pkt orig;
 	unsigned fam = m->outer.l3_type == DPFLOW_L3_IPV6 ? 6 : 4, rc = 0;
 	bool ports = m->outer.l4_type == DPFLOW_L4_TCP ||
 		     m->outer.l4_type == DPFLOW_L4_UDP ||
 		     m->outer.l4_type == DPFLOW_L4_SCTP;
+	bool reply = r->dir == DPFLOW_CT_DIR_REPLY;
 
 	for (unsigned i = 0; i < DPFLOW_CT_VAL_REGS; i++)
 		if ((p->ct_save_regs & (1u << i)) &&
@@ -362,23 +391,16 @@ DPF_HD static inline unsigned walk_ct_values(const struct dpflow_plan_pipe *p,
 			m->reg[i] = v->reg[i];
 	if (!(v->flags & (DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_DNAT)))
 		return 0;
-	if (r->dir == DPFLOW_CT_DIR_ORIG) {
-		if (v->flags & DPFLOW_CT_VAL_SNAT)
-			rc = walk_ct_rewrite(m, buf, DPFLOW_EDIT_SRC, fam,
-					     v->nat_src, v->nat_sport, ports);
-		if (!rc && (v->flags & DPFLOW_CT_VAL_DNAT))
-			rc = walk_ct_rewrite(m, buf, DPFLOW_EDIT_DST, fam,
-					     v->nat_dst, v->nat_dport, ports);
-		return rc;
-	}
-	if (!dpflow_ct_orig_impl(ct, r->conn, &orig))
+	if (v->reserved0 == WALK_CT_VAL_LOST)
 		return DPFLOW_DROP_FLOW_CT_NAT_LOST;
 	if (v->flags & DPFLOW_CT_VAL_SNAT)
-		rc = walk_ct_rewrite(m, buf, DPFLOW_EDIT_DST, fam, orig.src,
-				     orig.sport, ports);
+		rc = walk_ct_rewrite(m, buf,
+				     reply ? DPFLOW_EDIT_DST : DPFLOW_EDIT_SRC,
+				     fam, v->nat_src, v->nat_sport, ports);
 	if (!rc && (v->flags & DPFLOW_CT_VAL_DNAT))
-		rc = walk_ct_rewrite(m, buf, DPFLOW_EDIT_SRC, fam, orig.dst,
-				     orig.dport, ports);
+		rc = walk_ct_rewrite(m, buf,
+				     reply ? DPFLOW_EDIT_SRC : DPFLOW_EDIT_DST,
+				     fam, v->nat_dst, v->nat_dport, ports);
 	return rc;
 }
 

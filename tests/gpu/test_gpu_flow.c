@@ -568,6 +568,55 @@ static const struct config configs[] = {
      "      - {match: {meta.ct_flags: 0x01/0x01}, priority: 40, values: "
      "[10.50.0.9, '02:00:00:00:0b:09'], fwd: {port: o3}}\n",
      CF_FLOWS | CF_AGE},
+    /* connection values: saved registers, source NAT from pools whose
+     * addresses are among the flows' own (so that other flows' packets
+     * hit bindings), a table small enough for replacement and exhausted
+     * pools */
+    {"ct+values",
+     PORTS
+     "pipes:\n"
+     "  - name: mark\n"
+     "    type: acl\n"
+     "    root: in\n"
+     "    size: 16\n"
+     "    match: [outer.ip.proto]\n"
+     "    actions:\n"
+     "      - [{set: {field: meta.reg1, value: per-entry}}, {copy: {field: "
+     "meta.reg2, from: outer.l4.sport}}]\n"
+     "    fwd: {pipe: nat}\n"
+     "    miss: {pipe: nat}\n"
+     "    entries:\n"
+     "      - {match: {outer.ip.proto: 6}, priority: 1, values: [6, null]}\n"
+     "      - {match: {outer.ip.proto: 17}, priority: 2, values: [17, "
+     "null]}\n"
+     "  - name: nat\n"
+     "    type: ct\n"
+     "    size: 160\n"
+     "    ct:\n"
+     "      save: [meta.reg1, meta.reg2]\n"
+     "      replace: true\n"
+     "      snat: {addrs: [10.0.0.7, 10.1.2.3, 'fd00::1:1'], ports: [1000, "
+     "1031]}\n"
+     "      timeouts_ms: {syn_sent: 40, syn_recv: 40, established: 300, "
+     "fin_wait: 50, close_wait: 50, last_ack: 30, time_wait: 60, close: 20, "
+     "udp_unreplied: 30, udp_replied: 90, icmp_unreplied: 30, icmp_replied: "
+     "30, other_unreplied: 45, other_replied: 45}\n"
+     "    fwd: {pipe: side}\n"
+     "    miss: {port: o3}\n"
+     "  - name: side\n"
+     "    type: acl\n"
+     "    match: [meta.reg1, meta.reg2, meta.ct_flags, meta.ct_state]\n"
+     "    monitor: {counter: true}\n"
+     "    fwd: per-entry\n"
+     "    miss: {port: o2}\n"
+     "    entries:\n"
+     "      - {match: {meta.ct_flags: 0x02/0x02}, priority: 1, fwd: {port: "
+     "o1}}\n"
+     "      - {match: {meta.reg1: 6, meta.reg2: 0-32767}, priority: 2, fwd: "
+     "{port: o0}}\n"
+     "      - {match: {meta.reg1: 17, meta.ct_state: 9}, priority: 3, fwd: "
+     "{port: o3}}\n",
+     CF_FLOWS | CF_AGE},
     {"ct-edge",
      PORTS
      "pipes:\n"
@@ -1145,6 +1194,14 @@ static void compare_pipe(struct side *a, struct side *b, unsigned i,
 	      (unsigned long long)sa.color[1], (unsigned long long)sa.color[2],
 	      (unsigned long long)sb.color[0], (unsigned long long)sb.color[1],
 	      (unsigned long long)sb.color[2]);
+	CHECK(sa.ct_replaced == sb.ct_replaced &&
+		  sa.ct_nat_exhausted == sb.ct_nat_exhausted,
+	      "%s: pipe %s: connections replaced/nat_exhausted cpu %llu/%llu "
+	      "gpu %llu/%llu",
+	      when, dpflow_pipe_name(pa), (unsigned long long)sa.ct_replaced,
+	      (unsigned long long)sa.ct_nat_exhausted,
+	      (unsigned long long)sb.ct_replaced,
+	      (unsigned long long)sb.ct_nat_exhausted);
 	CHECK(sa.ct_live == sb.ct_live && sa.ct_created == sb.ct_created &&
 		  sa.ct_expired == sb.ct_expired &&
 		  sa.ct_invalid == sb.ct_invalid &&

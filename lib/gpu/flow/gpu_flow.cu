@@ -222,14 +222,6 @@ static int check_pipe(const struct dpflow_pipe *p, struct dpflow_error *err)
 {
 	if (p->cfg.type >= DPFLOW_PIPE__COUNT)
 		return unsupported(err, "type", p->name, "this pipe type");
-	/* the ordered kernel's passes assume a new connection touches its
-	 * own two buckets only (gpu_flow_sched.cu) */
-	if (p->cfg.type == DPFLOW_PIPE_CT &&
-	    (p->cfg.ct.snat.n_addrs || p->cfg.ct.save_regs ||
-	     p->cfg.ct.replace))
-		return unsupported(err, "ct", p->name,
-				   "a ct pipe with connection values (save, "
-				   "snat) or replace");
 	return 0;
 }
 

@@ -223,9 +223,9 @@ pipe_actions(const struct gpu_pipe *pp, const struct dpflow_plan_entry *e,
 	unsigned pos = 0, rc;
 
 	for (;;) {
-		rc = walk_actions(pp, e,
-				  pp->entry_encaps ? &pp->entry_encaps[v] : NULL,
-				  m, buf, &pos);
+		rc = walk_actions(
+		    pp, e, pp->entry_encaps ? &pp->entry_encaps[v] : NULL, m,
+		    buf, &pos);
 		if (rc != FLOW_ACT_MIRROR)
 			return rc;
 		if (!b->mirror || r->n_mirrors >= b->mirror_max)
@@ -319,15 +319,40 @@ __device__ static bool ct_end(const struct gpu_pipe *pp, unsigned p,
 
 /* The tracker of CT pipe @pp on one packet, in any order with the other
  * threads (ct_impl.h's concurrency). Out of line: one copy per kernel. */
-__device__ __noinline__ static void ct_track_any(const struct gpu_pipe *pp,
-						 const struct dpflow_ct_pkt *cp,
-						 uint64_t now_ns, uint32_t user,
-						 struct dpflow_ct_result *cr)
+__device__ __noinline__ static void
+ct_track_any(const struct gpu_pipe *pp, const struct dpflow_ct_pkt *cp,
+	     uint64_t now_ns, uint32_t user, const struct dpflow_ct_value *init,
+	     struct dpflow_ct_result *cr, struct dpflow_ct_value *val)
 {
 	if (pp->ct_lookup_only)
-		dpflow_ct_lookup_impl(pp->ct, cp, now_ns, cr);
+		dpflow_ct_lookup_val_impl(pp->ct, cp, now_ns, cr, val);
 	else
-		dpflow_ct_process_impl(pp->ct, cp, now_ns, user, cr);
+		dpflow_ct_track_impl(pp->ct, cp, now_ns, user, init, cr, val);
+	if (val)
+		walk_ct_resolve(pp->ct, cr, val);
+}
+
+/*
+ * A tracked packet (@hit from ct_end) of CT pipe @pp that keeps values:
+ * its saved registers and the connection's NAT (walk_ct_values()).
+ * Returns false when that drops the packet (@r says why).
+ */
+__device__ static bool ct_values_apply(const struct gpu_pipe *pp, bool hit,
+				       struct dpflow_pkt_meta *m, uint8_t *buf,
+				       const struct dpflow_ct_result *res,
+				       const struct dpflow_ct_value *val,
+				       struct gpu_result *r)
+{
+	unsigned reason;
+
+	if (!hit || !pp->ct_values)
+		return true;
+	reason = walk_ct_values(pp, m, buf, res, val);
+	if (!reason)
+		return true;
+	r->to = GRES_DROP;
+	r->value = (uint16_t)reason;
+	return false;
 }
 
 /*
@@ -441,13 +466,18 @@ gpu_flow_pkt_at(const struct gpu_pipe *pipes, int root, uint16_t port,
 		if (pp->type == DPFLOW_PIPE_CT) {
 			struct dpflow_ct_pkt cp;
 			struct dpflow_ct_result cr;
+			struct dpflow_ct_value init, val;
 			uint32_t user = 0;
 			bool hit = false;
 
 			if (ct_begin(pp, (unsigned)p, buf, m, st, &cp, &user)) {
-				ct_track_any(pp, &cp, b->now_ns, user, &cr);
+				ct_track_any(pp, &cp, b->now_ns, user,
+					     walk_ct_init(pp, m, &cp, &init),
+					     &cr, pp->ct_values ? &val : NULL);
 				hit = ct_end(pp, (unsigned)p, m, &cr, st);
 			}
+			if (!ct_values_apply(pp, hit, m, buf, &cr, &val, &r))
+				break;
 			p = ct_finish(pp, hit, m, buf, b, i, step, &r);
 			continue;
 		}

@@ -42,13 +42,46 @@ struct gpu_ct_wb {
 	struct dpflow_ct_slot slot;
 };
 
+/*
+ * CT pipes whose new connections may touch more than their own two
+ * buckets (values with NAT bindings keyed by their reply key, replace,
+ * which frees a victim and its alias wherever they are) are walked by one
+ * thread in the CPU's order, and their device copy logs every control
+ * word the burst wrote (ct_impl.h dpflow_ct_touch(): index array of
+ * GPU_CT_TOUCH_IDX entries after the image). The log carries each such
+ * slot's final control word, slot line and value block.
+ */
+#define GPU_CT_TOUCH_IDX 2048
+#define GPU_CT_TOUCH_MAX 512
+
+struct gpu_ct_touch {
+	uint32_t i; /* slot */
+	uint32_t reserved;
+	uint64_t ctrl;
+	struct dpflow_ct_slot slot;
+	struct dpflow_ct_vslot val;
+};
+
 /* One CT pipe's log of a burst. */
 struct gpu_ct_log {
 	uint64_t stats[8]; /* header line 2 (enum dpflow_ct_stat) */
 	uint64_t n_live;   /* header line 3 */
-	uint64_t reserved[7];
+	/* touched slots (serial pipes); above GPU_CT_TOUCH_MAX the log
+	 * overflowed and the host copies the whole image back */
+	uint32_t n_touch;
+	uint32_t reserved0;
+	uint64_t reserved[6];
+	struct dpflow_ct_pool pools[DPFLOW_CT_POOLS_MAX];
 	struct gpu_ct_wb pkt[DPFLOW_BURST_MAX];
+	struct gpu_ct_touch touch[GPU_CT_TOUCH_MAX];
 };
+
+/* Whether CT pipe @pp (its device image set) runs serially. */
+__host__ __device__ static inline bool
+gpu_ct_serial(const struct gpu_pipe *pp, const struct dpflow_ct_image *ct)
+{
+	return pp->ct_values || (ct->flags & DPFLOW_CT_F_REPLACE);
+}
 
 /* A meter a packet went through (per metered pipe and packet): the
  * buckets after the burst. */
@@ -83,6 +116,10 @@ struct gpu_sched_args {
 	unsigned long long *clock;	/* the plan's time word, set to now */
 	struct gpu_ct_log *ct_log;	/* n_ct logs */
 	struct gpu_meter_wb *meter_log; /* n_metered x GPU_SCHED_THREADS */
+	/* CT pipes with values, during a run: the init blocks of its
+	 * packets by rank, then their connections' values (2 x
+	 * GPU_SCHED_THREADS) */
+	struct dpflow_ct_value *ct_vals;
 	unsigned n_ct, n_metered;
 	uint8_t ct_pipe[DPFLOW_PIPES_MAX];    /* the pipe of each CT log */
 	uint8_t meter_pipe[DPFLOW_PIPES_MAX]; /* the pipe of each meter log */

@@ -57,6 +57,7 @@ union sched_scratch {
 	struct {
 		struct sched_ct c[GPU_SCHED_THREADS];
 		struct dpflow_ct_result r[GPU_SCHED_THREADS];
+		uint8_t has_init[GPU_SCHED_THREADS];
 	} ct;
 	struct {
 		struct dpflow_meter m[GPU_SCHED_THREADS];
@@ -370,6 +371,35 @@ __device__ static void sched_ct_track(struct sched_shared *s,
 	__syncthreads();
 }
 
+/*
+ * The tracker over the run's tracked packets of a serial CT pipe (every
+ * thread calls it): one thread walks them in rank order, as the CPU
+ * target does, with their values.
+ */
+__device__ static void sched_ct_serial(struct sched_shared *s,
+				       const struct gpu_sched_args *a,
+				       const struct gpu_pipe *pp, unsigned n_in,
+				       uint64_t now_ns)
+{
+	struct dpflow_ct_value *init = a->ct_vals, *val = a->ct_vals + n_in;
+
+	__syncthreads(); /* every packet's key, init block and flags */
+	if (threadIdx.x == 0)
+		for (unsigned r2 = 0; r2 < n_in; r2++) {
+			const struct sched_ct *c = &s->u.ct.c[r2];
+
+			if (!c->valid)
+				continue;
+			dpflow_ct_track_key_impl(
+			    pp->ct, &c->k, c->h, c->from_lo != 0, c->proto,
+			    c->tcp_flags, now_ns, c->user,
+			    s->u.ct.has_init[r2] ? &init[r2] : NULL,
+			    &s->u.ct.r[r2], &val[r2]);
+			walk_ct_resolve(pp->ct, &s->u.ct.r[r2], &val[r2]);
+		}
+	__syncthreads();
+}
+
 /* A run of CT pipe @p over the @n_in packets waiting there. */
 __device__ static void sched_ct(struct sched_shared *s,
 				const struct gpu_sched_args *a, unsigned p,
@@ -383,6 +413,7 @@ __device__ static void sched_ct(struct sched_shared *s,
 	struct dpflow_ct_pkt cp;
 	unsigned step = 0, n_untracked, out;
 	bool tracked = false, hit = false;
+	const bool serial = gpu_ct_serial(pp, pp->ct);
 
 	if (mine) {
 		uint32_t user = 0;
@@ -403,13 +434,19 @@ __device__ static void sched_ct(struct sched_shared *s,
 			c->proto = cp.proto;
 			c->tcp_flags = cp.tcp_flags;
 			c->user = user;
+			s->u.ct.has_init[rank] =
+			    walk_ct_init(pp, k->m, &cp, &a->ct_vals[rank]) !=
+			    NULL;
 		}
 	}
 	n_untracked = (unsigned)__syncthreads_count(mine && !tracked);
 	if (pp->ct_lookup_only) {
 		if (tracked) /* reads only: any order */
-			ct_track_any(pp, &cp, a->burst.now_ns, 0,
-				     &s->u.ct.r[rank]);
+			ct_track_any(pp, &cp, a->burst.now_ns, 0, NULL,
+				     &s->u.ct.r[rank],
+				     &a->ct_vals[n_in + rank]);
+	} else if (serial) {
+		sched_ct_serial(s, a, pp, n_in, a->burst.now_ns);
 	} else {
 		sched_ct_track(s, pp, tracked, rank, n_in, a->burst.now_ns);
 	}
@@ -425,7 +462,12 @@ __device__ static void sched_ct(struct sched_shared *s,
 		const struct dpflow_ct_result *res = &s->u.ct.r[rank];
 
 		hit = ct_end(pp, p, k->m, res, st);
-		if (!pp->ct_lookup_only) {
+		if (!ct_values_apply(pp, hit, k->m, k->buf, res,
+				     &a->ct_vals[n_in + rank], &k->r)) {
+			sched_next(s, t, -1, run, out);
+			return;
+		}
+		if (!pp->ct_lookup_only && !serial) {
 			struct gpu_ct_wb *wb = &a->ct_log[pp->ct_slot].pkt[t];
 
 			wb->b1 = c->b1;
@@ -442,11 +484,41 @@ __device__ static void sched_ct(struct sched_shared *s,
 
 /* ---- the kernel ---------------------------------------------------------- */
 
+/* A serial CT pipe's touched slots into its log: thread @t of @n. */
+__device__ static void sched_log_touched(struct dpflow_ct_image *ct,
+					 struct gpu_ct_log *log, unsigned t,
+					 unsigned n)
+{
+	const uint32_t *idx = (const uint32_t *)((uint8_t *)ct + ct->touch_off);
+	uint32_t total = idx[0];
+	uint32_t slots = ct->n_buckets * DPFLOW_CT_SLOTS;
+
+	if (t == 0) {
+		log->n_touch = total;
+		for (unsigned p = 0; p < ct->n_pools; p++)
+			log->pools[p] = dpflow_ct_pools(ct)[p];
+	}
+	if (total > GPU_CT_TOUCH_MAX)
+		return; /* overflowed: the host copies the image */
+	for (uint32_t k = t; k < total; k += n) {
+		struct gpu_ct_touch *e = &log->touch[k];
+		uint32_t i = idx[1 + k];
+
+		if (i >= slots) /* cannot happen */
+			i = 0;
+		e->i = i;
+		e->ctrl = dpflow_atomic_load64(&dpflow_ct_ctrl(ct)[i]);
+		e->slot = dpflow_ct_slots(ct)[i];
+		e->val = dpflow_ct_vals(ct)[i];
+	}
+}
+
 /* Copy what thread @t's packet changed into the logs (after the runs). */
 __device__ static void sched_log(const struct gpu_sched_args *a, unsigned t)
 {
 	for (unsigned s = 0; s < a->n_ct; s++) {
-		struct dpflow_ct_image *ct = a->pipes[a->ct_pipe[s]].ct;
+		const struct gpu_pipe *pp = &a->pipes[a->ct_pipe[s]];
+		struct dpflow_ct_image *ct = pp->ct;
 		struct gpu_ct_wb *wb = &a->ct_log[s].pkt[t];
 		const uint64_t *ctrl = dpflow_ct_ctrl(ct);
 
@@ -456,6 +528,8 @@ __device__ static void sched_log(const struct gpu_sched_args *a, unsigned t)
 				    dpflow_atomic_load64(&ct->stats[w]);
 			a->ct_log[s].n_live = dpflow_atomic_load64(&ct->n_live);
 		}
+		if (ct->touch_off)
+			sched_log_touched(ct, &a->ct_log[s], t, a->n);
 		if (wb->b1 == UINT32_MAX)
 			continue;
 		for (unsigned j = 0; j < DPFLOW_CT_SLOTS; j++) {
@@ -496,6 +570,14 @@ __global__ void __launch_bounds__(GPU_SCHED_THREADS)
 	if (t == 0 && a.clock)
 		*(volatile unsigned long long *)a.clock = a.burst.now_ns;
 	s.cur[t] = NOWHERE;
+	if (t == 0)
+		for (unsigned c = 0; c < a.n_ct; c++) {
+			struct dpflow_ct_image *ct = a.pipes[a.ct_pipe[c]].ct;
+
+			if (ct->touch_off) /* a serial pipe's log starts */
+				*(uint32_t *)((uint8_t *)ct + ct->touch_off) =
+				    0;
+		}
 	if (active) {
 		for (unsigned c = 0; c < a.n_ct; c++)
 			a.ct_log[c].pkt[t].b1 = UINT32_MAX;

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dpflow/log.h"
 #include "gpu_flow_feat.cuh"
 
 extern "C" {
@@ -31,6 +32,7 @@ extern "C" {
 
 struct state_ct {
 	unsigned pipe;
+	bool serial; /* gpu_ct_serial(): written back from its touch log */
 	struct dpflow_ct_image *host, *dev;
 	size_t bytes;
 	struct dpflow_ct_image shadow; /* the header after the last apply */
@@ -52,6 +54,7 @@ struct gpu_state {
 	size_t shared_bytes;
 	struct gpu_ct_log *d_ct_log, *h_ct_log;
 	struct gpu_meter_wb *d_meter_log, *h_meter_log;
+	struct dpflow_ct_value *d_ct_vals; /* gpu_sched_args.ct_vals */
 };
 
 static int state_fail(struct dpflow_error *err, cudaError_t rc,
@@ -79,6 +82,7 @@ void gpu_state_destroy(struct gpu_state *st)
 		cudaFree(st->pm[i].dev);
 	cudaFree(st->shared_dev);
 	cudaFree(st->d_ct_log);
+	cudaFree(st->d_ct_vals);
 	cudaFree(st->d_meter_log);
 	cudaFreeHost(st->h_ct_log);
 	cudaFreeHost(st->h_meter_log);
@@ -92,10 +96,23 @@ static int state_ct_add(struct gpu_state *st, struct dpflow_pipe *p,
 {
 	struct state_ct *c = &st->ct[st->n_ct];
 
+	size_t dev_bytes;
+
 	c->pipe = p->id;
 	c->host = (struct dpflow_ct_image *)p->images[0];
 	c->bytes = dpflow_ct_image_bytes(c->host);
-	STATE_TRY(cudaMalloc(&c->dev, c->bytes), "device CT table");
+	c->serial = gpu_ct_serial(gp, c->host);
+	dev_bytes = c->bytes;
+	if (c->serial) {
+		/* the touch log after the image; the host's header names it
+		 * too (the host never writes through it), so that a push of
+		 * the header keeps it */
+		c->host->touch_off = (c->bytes + 63) & ~(size_t)63;
+		c->host->touch_cap = GPU_CT_TOUCH_IDX;
+		dev_bytes = c->host->touch_off +
+			    (1 + (size_t)GPU_CT_TOUCH_IDX) * sizeof(uint32_t);
+	}
+	STATE_TRY(cudaMalloc(&c->dev, dev_bytes), "device CT table");
 	st->n_ct++;
 	STATE_TRY(cudaMemcpy(c->dev, c->host, c->bytes, cudaMemcpyHostToDevice),
 		  "copy of a CT table");
@@ -153,6 +170,10 @@ static int state_logs_alloc(struct gpu_state *st, struct dpflow_error *err)
 
 	if (ct_bytes) {
 		STATE_TRY(cudaMalloc(&st->d_ct_log, ct_bytes), "CT logs");
+		STATE_TRY(cudaMalloc(&st->d_ct_vals,
+				     2 * GPU_SCHED_THREADS *
+					 sizeof(struct dpflow_ct_value)),
+			  "CT value scratch");
 		STATE_TRY(cudaHostAlloc(&st->h_ct_log, ct_bytes,
 					cudaHostAllocDefault),
 			  "pinned CT logs");
@@ -245,6 +266,7 @@ int gpu_state_push(struct gpu_state *st, bool batch, cudaStream_t stream,
 void gpu_state_args(const struct gpu_state *st, struct gpu_sched_args *a)
 {
 	a->ct_log = st->d_ct_log;
+	a->ct_vals = st->d_ct_vals;
 	a->meter_log = st->d_meter_log;
 	a->n_ct = st->n_ct;
 	a->n_metered = st->n_metered;
@@ -260,11 +282,19 @@ int gpu_state_pull(struct gpu_state *st, uint32_t n, cudaStream_t stream,
 	size_t ct_part = offsetof(struct gpu_ct_log, pkt) +
 			 (size_t)n * sizeof(struct gpu_ct_wb);
 
-	for (unsigned i = 0; i < st->n_ct; i++)
+	for (unsigned i = 0; i < st->n_ct; i++) {
 		STATE_TRY(cudaMemcpyAsync(&st->h_ct_log[i], &st->d_ct_log[i],
 					  ct_part, cudaMemcpyDeviceToHost,
 					  stream),
 			  "copy of a CT log");
+		if (st->ct[i].serial)
+			STATE_TRY(cudaMemcpyAsync(st->h_ct_log[i].touch,
+						  st->d_ct_log[i].touch,
+						  sizeof(st->h_ct_log[i].touch),
+						  cudaMemcpyDeviceToHost,
+						  stream),
+				  "copy of a CT touch log");
+	}
 	for (unsigned i = 0; i < st->n_metered; i++) {
 		size_t off = (size_t)i * GPU_SCHED_THREADS;
 
@@ -277,13 +307,43 @@ int gpu_state_pull(struct gpu_state *st, uint32_t n, cudaStream_t stream,
 	return 0;
 }
 
+/*
+ * A serial CT pipe's write-back: the touched slots, the pools; the whole
+ * image when the log overflowed (a synchronous copy: rare).
+ */
+static void apply_ct_touched(struct state_ct *c, const struct gpu_ct_log *log)
+{
+	struct dpflow_ct_image *ct = c->host;
+
+	if (log->n_touch > GPU_CT_TOUCH_MAX) {
+		if (cudaMemcpy(ct, c->dev, c->bytes, cudaMemcpyDeviceToHost) !=
+		    cudaSuccess)
+			DPFLOW_LOG_ERR("gpu",
+				       "CT pipe %u: copy of the table back "
+				       "failed: the host's view is stale",
+				       c->pipe);
+		return;
+	}
+	for (uint32_t k = 0; k < log->n_touch; k++) {
+		const struct gpu_ct_touch *e = &log->touch[k];
+
+		dpflow_ct_ctrl(ct)[e->i] = e->ctrl;
+		dpflow_ct_slots(ct)[e->i] = e->slot;
+		dpflow_ct_vals(ct)[e->i] = e->val;
+	}
+	for (unsigned p = 0; p < ct->n_pools; p++)
+		dpflow_ct_pools(ct)[p] = log->pools[p];
+}
+
 static void apply_ct(struct state_ct *c, const struct gpu_ct_log *log,
 		     uint32_t n)
 {
 	struct dpflow_ct_image *ct = c->host;
 	uint64_t *ctrl = dpflow_ct_ctrl(ct);
 
-	for (uint32_t t = 0; t < n; t++) {
+	if (c->serial)
+		apply_ct_touched(c, log);
+	for (uint32_t t = 0; t < n && !c->serial; t++) {
 		const struct gpu_ct_wb *wb = &log->pkt[t];
 
 		if (wb->b1 == UINT32_MAX)
