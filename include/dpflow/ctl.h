@@ -13,6 +13,9 @@
  * thread that built the context; not an RCU reader). Serving never blocks
  * on a client: sockets are non-blocking, each connection has its own
  * buffers, and a request larger than DPFLOW_CTL_REQUEST_MAX is refused.
+ * One request waits on purpose: `trace` holds the control thread until
+ * the data threads' next burst is traced, at most its timeout_ms
+ * (DPFLOW_CTL_TRACE_TIMEOUT_MAX).
  */
 #ifndef DPFLOW_CTL_H
 #define DPFLOW_CTL_H
@@ -34,6 +37,8 @@ extern "C" {
 #define DPFLOW_CTL_BATCH_MAX 100000u
 /* Client connections served at once; more are refused. */
 #define DPFLOW_CTL_CONNS_MAX 16
+/* The longest a `trace` request may wait for packets (its timeout_ms). */
+#define DPFLOW_CTL_TRACE_TIMEOUT_MAX 10000u
 
 struct dpflow_ctl;
 struct dpflow_rt;
@@ -100,6 +105,20 @@ void dpflow_ctl_close(struct dpflow_ctl *ctl);
  * of memory.
  */
 char *dpflow_ctl_handle(struct dpflow_ctl *ctl, const char *req, size_t len);
+
+struct json_t; /* jansson's */
+struct dpflow_trace;
+
+/*
+ * Packet trace @t (dpflow/trace.h) of @ctx as the JSON object the `trace`
+ * request replies with and `dpflow trace --json` prints: {"port", "steps":
+ * [{"pipe", "type", "match", ...}], "verdict"}, ports, pipes and drop
+ * reasons by name (docs/trace.md). Returns a new reference (the caller
+ * owns it), NULL when out of memory. It reads @ctx's names only: any
+ * thread that may use @ctx.
+ */
+struct json_t *dpflow_ctl_trace_json(struct dpflow_ctx *ctx,
+				     const struct dpflow_trace *t);
 
 #ifdef __cplusplus
 }

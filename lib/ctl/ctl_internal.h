@@ -1,7 +1,8 @@
 /*
  * The control endpoint's pieces: ctl_server.c (the socket, connections,
  * framing), ctl_request.c (requests to replies), ctl_format.c (pipes,
- * entries and the graph written back as config syntax, text and dot).
+ * entries and the graph written back as config syntax, text and dot),
+ * ctl_trace.c (the `trace` request and a trace as JSON).
  * Control thread only.
  */
 #ifndef DPFLOW_CTL_CTL_INTERNAL_H
@@ -14,6 +15,7 @@
 #include <sys/types.h>
 
 #include "dpflow/ctl.h"
+#include "dpflow/error.h"
 #include "dpflow/flow.h"
 
 struct ctl_conn;
@@ -108,5 +110,19 @@ struct ctl_clash {
 int ctl_entry_clash(const struct dpflow_pipe *pipe, ctl_clash_get_fn get,
 		    const void *arg, size_t n, bool existing,
 		    struct ctl_clash *out);
+
+/* ctl_trace.c */
+
+/*
+ * The `trace` request @in (its keys already checked against "port",
+ * "count", "timeout_ms") for @ctl: waits, on this thread, up to
+ * timeout_ms for the data threads' next burst and adds "traces" (a list
+ * of dpflow_ctl_trace_json() objects) and "timeout" (true when no packet
+ * came in time) to reply @out. 0, or a negative errno with @err's field
+ * and message (an unknown port, a value out of range, no worker threads,
+ * -EBUSY: another trace in flight).
+ */
+int ctl_trace(struct dpflow_ctl *ctl, json_t *in, json_t *out,
+	      struct dpflow_error *err);
 
 #endif /* DPFLOW_CTL_CTL_INTERNAL_H */

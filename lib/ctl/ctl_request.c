@@ -209,10 +209,12 @@ static json_t *pipe_stats_json(const struct dpflow_pipe *pipe)
 	if (o && cfg->type == DPFLOW_PIPE_CT)
 		json_object_set_new(
 		    o, "ct",
-		    json_pack("{s:o,s:o,s:o,s:o,s:o}", "live", u64(s.ct_live),
-			      "created", u64(s.ct_created), "expired",
-			      u64(s.ct_expired), "invalid", u64(s.ct_invalid),
-			      "refused", u64(s.ct_refused)));
+		    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "live",
+			      u64(s.ct_live), "created", u64(s.ct_created),
+			      "expired", u64(s.ct_expired), "invalid",
+			      u64(s.ct_invalid), "refused", u64(s.ct_refused),
+			      "replaced", u64(s.ct_replaced), "nat_exhausted",
+			      u64(s.ct_nat_exhausted)));
 	return o;
 }
 
@@ -1132,6 +1134,18 @@ out:
 	return rc;
 }
 
+/* ---- trace --------------------------------------------------------------
+ */
+
+/* ctl_trace.c does the work; its error becomes the request's. */
+static int cmd_trace(struct req *r)
+{
+	struct dpflow_error err = {0};
+	int rc = ctl_trace(r->ctl, r->in, r->out, &err);
+
+	return rc ? fail(r, -rc, err.field, "%s", err.msg) : 0;
+}
+
 /* ---- dispatch -----------------------------------------------------------
  */
 
@@ -1141,6 +1155,7 @@ static const char *const dump_keys[] = {"format", NULL};
 static const char *const list_keys[] = {"pipe", "from", "limit", NULL};
 static const char *const batch_keys[] = {"pipe", "entries", NULL};
 static const char *const ops_keys[] = {"ops", NULL};
+static const char *const trace_keys[] = {"port", "count", "timeout_ms", NULL};
 
 static const struct cmd {
 	const char *name;
@@ -1157,6 +1172,7 @@ static const struct cmd {
     {"entries.rm", cmd_entries_rm, batch_keys},
     {"entries.update", cmd_entries_update, batch_keys},
     {"entries.batch", cmd_entries_batch, ops_keys},
+    {"trace", cmd_trace, trace_keys},
 };
 
 /*
@@ -1240,7 +1256,7 @@ static int dispatch(struct req *r, const char *req, size_t len)
 		    r, EINVAL, "cmd",
 		    "unknown cmd '%s' (ports, pipes, counters, workers, "
 		    "dump, entries.list, entries.add, entries.rm, "
-		    "entries.update, entries.batch)",
+		    "entries.update, entries.batch, trace)",
 		    name);
 	if ((rc = check_keys(r, c)))
 		return rc;

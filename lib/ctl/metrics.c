@@ -134,6 +134,60 @@ static void render_pipes(FILE *f, struct dpflow_ctx *ctx)
 	}
 }
 
+/* Connection tracking of the ct pipes: live connections, and events. */
+static void render_ct(FILE *f, struct dpflow_ctx *ctx)
+{
+	static const char *const events[] = {"created",	 "expired",
+					     "replaced", "invalid",
+					     "refused",	 "nat_exhausted"};
+	unsigned n = dpflow_ctx_pipe_count(ctx);
+	bool any = false;
+
+	for (unsigned i = 0; i < n && !any; i++)
+		any = dpflow_pipe_cfg(dpflow_ctx_pipe(ctx, i))->type ==
+		      DPFLOW_PIPE_CT;
+	if (!any)
+		return;
+	dpflow_metrics_put_help(f, "dpflow_ct_connections", "gauge",
+				"Live connections of a ct pipe.");
+	for (unsigned i = 0; i < n; i++) {
+		struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
+		struct dpflow_pipe_stats s;
+
+		if (dpflow_pipe_cfg(pipe)->type != DPFLOW_PIPE_CT)
+			continue;
+		dpflow_pipe_stats_get(pipe, &s);
+		pipe_label(f, "dpflow_ct_connections", pipe);
+		fprintf(f, " %llu\n", (unsigned long long)s.ct_live);
+	}
+	dpflow_metrics_put_help(f, "dpflow_ct_events_total", "counter",
+				"Connections created, expired, replaced; "
+				"packets invalid, refused a connection; "
+				"bindings refused for want of a free one.");
+	for (unsigned i = 0; i < n; i++) {
+		struct dpflow_pipe *pipe = dpflow_ctx_pipe(ctx, i);
+		struct dpflow_pipe_stats s;
+		uint64_t v[6];
+
+		if (dpflow_pipe_cfg(pipe)->type != DPFLOW_PIPE_CT)
+			continue;
+		dpflow_pipe_stats_get(pipe, &s);
+		v[0] = s.ct_created;
+		v[1] = s.ct_expired;
+		v[2] = s.ct_replaced;
+		v[3] = s.ct_invalid;
+		v[4] = s.ct_refused;
+		v[5] = s.ct_nat_exhausted;
+
+		for (unsigned k = 0; k < DPFLOW_ARRAY_SIZE(events); k++) {
+			fputs("dpflow_ct_events_total{pipe=\"", f);
+			dpflow_metrics_put_label(f, dpflow_pipe_name(pipe));
+			fprintf(f, "\",event=\"%s\"} %llu\n", events[k],
+				(unsigned long long)v[k]);
+		}
+	}
+}
+
 /* Per-entry counters of the pipes that count, labelled by the entry's id
  * (dpflow_entry_id(): an update keeps it, so the series goes on). */
 static void render_entries(FILE *f, struct dpflow_ctx *ctx)
@@ -243,6 +297,7 @@ char *dpflow_metrics_render(struct dpflow_ctx *ctx, struct dpflow_rt *rt,
 		return NULL;
 	render_ports(f, ctx);
 	render_pipes(f, ctx);
+	render_ct(f, ctx);
 	render_entries(f, ctx);
 	render_drops(f, ctx);
 	if (rt)

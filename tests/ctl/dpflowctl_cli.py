@@ -92,7 +92,7 @@ apps:
 """
 
 COMMANDS = ["ports", "pipes", "entries", "batch", "counters", "workers",
-            "dump", "top", "l4lb", "version", "help"]
+            "dump", "top", "trace", "l4lb", "version", "help"]
 ENTRIES_SUBS = ["list", "add", "rm", "update"]
 L4LB_SUBS = ["services", "backends", "service-add", "service-rm",
              "backend-add", "backend-rm", "weight", "drain"]

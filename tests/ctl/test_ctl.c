@@ -247,6 +247,15 @@ static const struct bad_req bad_reqs[] = {
     {"{\"cmd\":\"entries.add\",\"pipe\":\"ecmp\",\"entries\":"
      "[{\"index\":4}]}",
      "index 4: pipe 'ecmp' has slots 0..3", "entries[0].index"},
+    /* trace: the keys are checked first; then, without worker threads
+     * (no dpflow_ctl_hooks.rt here), nothing would take it */
+    {"{\"cmd\":\"trace\",\"port\":\"nope\"}", "no port named 'nope'", "port"},
+    {"{\"cmd\":\"trace\",\"count\":9}",
+     "'count' must be an integer within 1..8", "count"},
+    {"{\"cmd\":\"trace\",\"timeout_ms\":true}",
+     "'timeout_ms' must be an integer within 1..10000", "timeout_ms"},
+    {"{\"cmd\":\"trace\",\"port\":\"in\"}", "this run has no worker threads",
+     "cmd"},
 };
 
 Test(ctl, bad_requests_change_nothing)

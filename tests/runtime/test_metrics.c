@@ -139,6 +139,68 @@ static char *http(struct dpflow_metrics *m, const char *method,
 	return buf;
 }
 
+/* A ct pipe's connections and events: 3 flows of 2 packets each through
+ * a source NAT whose pool holds 2 bindings. */
+Test(metrics, ct_pipe_connections_and_events)
+{
+	static const char yaml[] =
+	    "ports:\n"
+	    "  - {name: in, uri: 'ring:in,size=1024'}\n"
+	    "  - {name: out, uri: 'ring:out,size=1024'}\n"
+	    "pipes:\n"
+	    "  - name: nat\n"
+	    "    type: ct\n"
+	    "    root: in\n"
+	    "    size: 64\n"
+	    "    ct: {snat: {addrs: [198.51.100.1], ports: [5000, 5001]}}\n"
+	    "    fwd: {port: out}\n"
+	    "    miss: drop\n";
+	struct dpflow_error err = {0};
+	struct dpflow_ctx *ctx =
+	    dpflow_config_load_string(yaml, "ct.yaml", NULL, &err);
+	struct dpflow_pool *pool;
+	struct dpflow_gen_spec sp;
+	uint32_t idx[6];
+	size_t len = 0;
+	char *t;
+
+	cr_assert_not_null(ctx, "%s", err.msg);
+	pool = dpflow_ctx_pool(ctx);
+	memset(&sp, 0, sizeof(sp));
+	sp.has_eth = true;
+	sp.outer.l3_type = DPFLOW_L3_IPV4;
+	sp.outer.l4_type = DPFLOW_L4_UDP;
+	sp.outer.ttl = 64;
+	sp.outer.src[0] = 10;
+	sp.outer.dst[0] = 192;
+	sp.outer.dport = 53;
+	sp.frame_len = 100;
+	cr_assert_eq(dpflow_pool_alloc_bulk(pool, idx, 6), 0);
+	for (unsigned i = 0; i < 6; i++) {
+		sp.outer.sport = (uint16_t)(1000 + i % 3); /* 3 flows */
+		dpflow_pool_meta(pool, idx[i])->data_len =
+		    (uint16_t)dpflow_gen_build(
+			&sp, dpflow_pkt_data(pool, idx[i]), 256);
+	}
+	dpflow_ctx_thread_online(ctx);
+	dpflow_ctx_process_burst(ctx, 0, idx, 6);
+	dpflow_ctx_thread_offline(ctx);
+	t = dpflow_metrics_render(ctx, NULL, &len);
+	cr_assert_not_null(t);
+	expect_line(t, "# TYPE dpflow_ct_connections gauge");
+	expect_line(t, "dpflow_ct_connections{pipe=\"nat\"} 2");
+	expect_line(t,
+		    "dpflow_ct_events_total{pipe=\"nat\",event=\"created\"} 2");
+	/* the third flow's two packets each asked for a binding */
+	expect_line(t, "dpflow_ct_events_total{pipe=\"nat\",event="
+		       "\"nat_exhausted\"} 2");
+	expect_line(t,
+		    "dpflow_ct_events_total{pipe=\"nat\",event=\"refused\"} 2");
+	expect_line(t, "dpflow_drops_total{reason=\"flow_miss_drop\"} 2");
+	free(t);
+	dpflow_ctx_destroy(ctx);
+}
+
 Test(metrics, http_endpoint)
 {
 	struct dpflow_ctx *ctx = ctx_with_traffic();

@@ -7,7 +7,9 @@
  * the entry's actions ran, where the forwarding sent it, and the verdict,
  * with the frame as it would leave. The analogue of `ovs-appctl
  * ofproto/trace`. Nothing is sent: what the pipes transmit is caught by a
- * transmit hook. The format is in docs/trace.md.
+ * transmit hook. The trace is printed from its JSON form
+ * (dpflow_ctl_trace_json(), tools/lib/trace_text.c), as `dpflowctl trace`
+ * prints a live one. The format is in docs/trace.md.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,11 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "dpflow/config.h"
+#include "dpflow/ctl.h"
 #include "dpflow/dpflow.h"
 #include "dpflow/trace.h"
 
 #include "cmds.h"
+#include "trace_text.h"
 
 #define TRACE_POOL_SLOTS 64
 #define TRACE_DATA_ROOM	 16384
@@ -145,150 +151,86 @@ static int root_port(struct dpflow_ctx *ctx, const char *name,
 				"no pipe of the config is a port's root");
 }
 
-static const char *color_name(unsigned c)
+/* The frames caught, as the JSON "out" list: [{port, len, frame}]. */
+static json_t *out_json(struct dpflow_ctx *ctx, const struct trace_run *r)
 {
-	return c == DPFLOW_COLOR_RED	  ? "red"
-	       : c == DPFLOW_COLOR_YELLOW ? "yellow"
-					  : "green";
-}
+	json_t *a = json_array();
 
-/* Where @to / @value points, in words, into @buf. */
-static const char *target_text(struct dpflow_ctx *ctx, unsigned to,
-			       uint16_t value, char *buf, size_t len)
-{
-	switch (to) {
-	case DPFLOW_TRACE_TO_PORT:
-		snprintf(buf, len, "port '%s'",
-			 dpflow_ctx_port_name(ctx, value));
-		break;
-	case DPFLOW_TRACE_TO_PIPE:
-		snprintf(buf, len, "pipe '%s'",
-			 dpflow_pipe_name(dpflow_ctx_pipe(ctx, value)));
-		break;
-	case DPFLOW_TRACE_TO_RSS:
-		snprintf(buf, len, "rss queue %u", value);
-		break;
-	case DPFLOW_TRACE_TO_HANDLER:
-		snprintf(buf, len, "a software handler");
-		break;
-	default:
-		snprintf(buf, len, "drop (%s)", dpflow_drop_name(value));
-		break;
+	for (unsigned i = 0; a && i < r->n_out; i++) {
+		char *hex = malloc(2u * r->out[i].len + 1);
+		json_t *o = NULL;
+
+		for (unsigned b = 0; hex && b < r->out[i].len; b++)
+			snprintf(hex + 2 * b, 3, "%02x", r->out[i].frame[b]);
+		if (hex) {
+			hex[2u * r->out[i].len] = 0;
+			o = json_pack("{s:s,s:i,s:s}", "port",
+				      dpflow_ctx_port_name(ctx, r->out[i].port),
+				      "len", (int)r->out[i].len, "frame", hex);
+		}
+		free(hex);
+		if (json_array_append_new(a, o)) {
+			json_decref(a);
+			a = NULL;
+		}
 	}
-	return buf;
+	return a;
 }
 
-static void print_text(struct dpflow_ctx *ctx, const struct dpflow_trace *t,
-		       unsigned long index, unsigned len,
-		       const struct trace_run *r)
+/*
+ * The trace as one JSON object (docs/trace.md): the packet's "index" and
+ * "len", the trace as the control socket's `trace` request gives it
+ * (dpflow_ctl_trace_json), and the frames out. NULL: out of memory.
+ */
+static json_t *trace_doc(struct dpflow_ctx *ctx, const struct dpflow_trace *t,
+			 unsigned long index, unsigned len,
+			 const struct trace_run *r)
 {
-	char where[128];
+	json_t *doc =
+	    json_pack("{s:I,s:i}", "index", (json_int_t)index, "len", (int)len);
+	json_t *trace = dpflow_ctl_trace_json(ctx, t);
 
+	if (!doc || !trace || json_object_update(doc, trace) ||
+	    json_object_set_new(doc, "out", out_json(ctx, r))) {
+		json_decref(doc);
+		doc = NULL;
+	}
+	json_decref(trace);
+	return doc;
+}
+
+/* Print the trace as text or JSON; 0, or -1 when out of memory. */
+static int print_trace(struct dpflow_ctx *ctx, const struct dpflow_trace *t,
+		       unsigned long index, unsigned len,
+		       const struct trace_run *r, bool json)
+{
+	json_t *doc = trace_doc(ctx, t, index, len, r);
+	char *text;
+	size_t i;
+	json_t *o;
+
+	if (!doc)
+		return -1;
+	if (json) {
+		text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (text)
+			printf("%s\n", text);
+		free(text);
+		json_decref(doc);
+		return text ? 0 : -1;
+	}
 	printf("packet %lu: %u bytes, received on port '%s'\n", index, len,
 	       dpflow_ctx_port_name(ctx, t->port));
-	for (unsigned i = 0; i < t->n_steps; i++) {
-		const struct dpflow_trace_step *st = &t->step[i];
-		struct dpflow_pipe *p = dpflow_ctx_pipe(ctx, st->pipe);
-
-		printf("  pipe '%s' (%s): %s", dpflow_pipe_name(p),
-		       dpflow_pipe_type_name(dpflow_pipe_cfg(p)->type),
-		       dpflow_trace_match_name(st->match));
-		if (st->match == DPFLOW_TRACE_HIT)
-			printf(" entry %lu", (unsigned long)st->entry_id);
-		if (st->match == DPFLOW_TRACE_CT_TRACKED ||
-		    st->match == DPFLOW_TRACE_CT_INVALID)
-			printf(" connection %u, %s%s%s", st->entry,
-			       dpflow_trace_ct_state_name(st->ct_state),
-			       st->ct_flags & DPFLOW_META_CT_NEW ? ", new" : "",
-			       st->ct_flags & DPFLOW_META_CT_REPLY ? ", reply"
-								   : "");
-		if (st->match == DPFLOW_TRACE_CT_NOCONN)
-			printf(" (%s)", dpflow_trace_ct_drop_name(st->ct_drop));
-		if (st->color != DPFLOW_COLOR_GREEN)
-			printf(", %s", color_name(st->color));
-		if (st->actions)
-			printf(", actions");
-		printf(" -> %s\n", target_text(ctx, st->to, st->value, where,
-					       sizeof(where)));
+	trace_text(stdout, doc);
+	json_array_foreach(json_object_get(doc, "out"), i, o)
+	{
+		printf("out port '%s': %lld bytes\n  %s\n",
+		       json_string_value(json_object_get(o, "port")),
+		       json_integer_value(json_object_get(o, "len")),
+		       json_string_value(json_object_get(o, "frame")));
 	}
-	printf("verdict: %s\n",
-	       target_text(ctx, t->to, t->value, where, sizeof(where)));
-	for (unsigned i = 0; i < r->n_out; i++) {
-		printf("out port '%s': %u bytes\n  ",
-		       dpflow_ctx_port_name(ctx, r->out[i].port),
-		       r->out[i].len);
-		for (unsigned b = 0; b < r->out[i].len; b++)
-			printf("%02x", r->out[i].frame[b]);
-		printf("\n");
-	}
-}
-
-static void print_target_json(struct dpflow_ctx *ctx, unsigned to,
-			      uint16_t value)
-{
-	printf("\"to\":\"%s\"", dpflow_trace_to_name(to));
-	switch (to) {
-	case DPFLOW_TRACE_TO_PORT:
-		printf(",\"port\":\"%s\"", dpflow_ctx_port_name(ctx, value));
-		break;
-	case DPFLOW_TRACE_TO_PIPE:
-		printf(",\"next\":\"%s\"",
-		       dpflow_pipe_name(dpflow_ctx_pipe(ctx, value)));
-		break;
-	case DPFLOW_TRACE_TO_RSS:
-		printf(",\"queue\":%u", value);
-		break;
-	case DPFLOW_TRACE_TO_DROP:
-		printf(",\"reason\":\"%s\"", dpflow_drop_name(value));
-		break;
-	default:
-		break;
-	}
-}
-
-static void print_json(struct dpflow_ctx *ctx, const struct dpflow_trace *t,
-		       unsigned long index, unsigned len,
-		       const struct trace_run *r)
-{
-	printf("{\"index\":%lu,\"len\":%u,\"port\":\"%s\",\"steps\":[", index,
-	       len, dpflow_ctx_port_name(ctx, t->port));
-	for (unsigned i = 0; i < t->n_steps; i++) {
-		const struct dpflow_trace_step *st = &t->step[i];
-		struct dpflow_pipe *p = dpflow_ctx_pipe(ctx, st->pipe);
-
-		printf("%s{\"pipe\":\"%s\",\"type\":\"%s\",\"match\":\"%s\"",
-		       i ? "," : "", dpflow_pipe_name(p),
-		       dpflow_pipe_type_name(dpflow_pipe_cfg(p)->type),
-		       dpflow_trace_match_name(st->match));
-		if (st->match == DPFLOW_TRACE_HIT)
-			printf(",\"entry\":%lu", (unsigned long)st->entry_id);
-		if (st->match == DPFLOW_TRACE_CT_TRACKED ||
-		    st->match == DPFLOW_TRACE_CT_INVALID)
-			printf(",\"connection\":%u,\"ct_state\":\"%s\","
-			       "\"ct_flags\":%u",
-			       st->entry,
-			       dpflow_trace_ct_state_name(st->ct_state),
-			       st->ct_flags);
-		if (st->match == DPFLOW_TRACE_CT_NOCONN)
-			printf(",\"ct_drop\":\"%s\"",
-			       dpflow_trace_ct_drop_name(st->ct_drop));
-		printf(",\"color\":\"%s\",\"actions\":%s,",
-		       color_name(st->color), st->actions ? "true" : "false");
-		print_target_json(ctx, st->to, st->value);
-		printf("}");
-	}
-	printf("],\"verdict\":{");
-	print_target_json(ctx, t->to, t->value);
-	printf("},\"out\":[");
-	for (unsigned i = 0; i < r->n_out; i++) {
-		printf("%s{\"port\":\"%s\",\"len\":%u,\"frame\":\"",
-		       i ? "," : "", dpflow_ctx_port_name(ctx, r->out[i].port),
-		       r->out[i].len);
-		for (unsigned b = 0; b < r->out[i].len; b++)
-			printf("%02x", r->out[i].frame[b]);
-		printf("\"}");
-	}
-	printf("]}\n");
+	json_decref(doc);
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -410,10 +352,10 @@ int cmd_trace(int argc, char **argv)
 	dpflow_ctx_thread_trace(ctx, t, 1);
 	dpflow_ctx_process_burst(ctx, (uint16_t)port, &slot, 1);
 	dpflow_ctx_thread_offline(ctx);
-	if (json)
-		print_json(ctx, t, index, len, &run);
-	else
-		print_text(ctx, t, index, len, &run);
+	if (print_trace(ctx, t, index, len, &run, json)) {
+		dpflow_error_set(&err, ENOMEM, NULL, "out of memory");
+		goto fail;
+	}
 	rc = fflush(stdout) ? 1 : 0;
 	goto out;
 fail:

@@ -1,10 +1,11 @@
 /*
  * dpflowctl's pieces: main.c (options, help, the show commands, dump),
- * cmd_entries.c (entries and batch), cmd_top.c, cmd_app.c (the apps'
- * commands, found in the app registry), show.c (text output of replies),
- * client.c (the connection to the control socket: one request line out,
- * one reply line back), yaml_json.c (entries written in YAML or JSON,
- * read into JSON for a request).
+ * cmd_entries.c (entries and batch), cmd_top.c, cmd_trace.c, cmd_app.c
+ * (the apps' commands, found in the app registry), show.c (text output
+ * of replies), client.c (the connection to the control socket: one
+ * request line out, one reply line back), yaml_json.c (entries written
+ * in YAML or JSON, read into JSON for a request). A trace's text comes
+ * from tools/lib/trace_text.c, shared with `dpflow trace`.
  */
 #ifndef DPFLOWCTL_H
 #define DPFLOWCTL_H
@@ -82,6 +83,7 @@ char *read_file(const char *path, size_t *len);
 int cmd_entries(int argc, char **argv); /* cmd_entries.c */
 int cmd_batch(int argc, char **argv);	/* cmd_entries.c */
 int cmd_top(int argc, char **argv);	/* cmd_top.c */
+int cmd_trace(int argc, char **argv);	/* cmd_trace.c */
 
 /* cmd_app.c: `dpflowctl APP ...` for app @cli (@argv[0] is APP). */
 struct dpflow_app_cli;

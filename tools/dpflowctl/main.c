@@ -42,6 +42,9 @@ static const char *const usage_main =
     "                                 or JSON\n"
     "  top [--once|--count N] [--interval S]\n"
     "                                 rates per port, pipe and drop reason\n"
+    "  trace [--port NAME] [--count N] [--timeout MS] [--json]\n"
+    "                                 the way live packets take through the\n"
+    "                                 pipes, as `dpflow trace` prints it\n"
     "  version                        the version\n"
     "  help [COMMAND [SUBCOMMAND]]    this text, or a command's\n";
 
@@ -252,10 +255,10 @@ static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"ports", cmd_show},   {"pipes", cmd_show},	     {"counters", cmd_show},
-    {"workers", cmd_show}, {"entries", cmd_entries}, {"batch", cmd_batch},
-    {"dump", cmd_dump},	   {"top", cmd_top},	     {"version", cmd_version},
-    {"help", cmd_help},
+    {"ports", cmd_show},      {"pipes", cmd_show},	{"counters", cmd_show},
+    {"workers", cmd_show},    {"entries", cmd_entries}, {"batch", cmd_batch},
+    {"dump", cmd_dump},	      {"top", cmd_top},		{"trace", cmd_trace},
+    {"version", cmd_version}, {"help", cmd_help},
 };
 
 /* Run command @argv[0] (dpflowctl's own, else an app's) with its
