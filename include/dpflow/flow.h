@@ -334,6 +334,16 @@ struct dpflow_ct_cfg {
 		uint16_t port_lo, port_hi; /* 1..65535; 0, 0: 1024..65535 */
 		uint16_t tries; /* candidates a new connection tries (0: 32) */
 	} snat;
+	/* destination NAT: a new connection takes its translated destination
+	 * (address, and port for TCP and UDP) from the entry of @dnat_pipe
+	 * that the value of meta.reg<dnat_reg> hits: the values of that
+	 * entry's nat_dst_ip and nat_dst_port actions. @dnat_pipe is a
+	 * BASIC pipe matching that register alone (a table: packets need
+	 * not visit it). A packet whose register hits no entry, or an entry
+	 * of the other address family, opens no connection (its existing
+	 * one is tracked as ever). NULL: no destination NAT. */
+	struct dpflow_pipe *dnat_pipe;
+	uint8_t dnat_reg;
 };
 
 /* dpflow_ct_cfg.timeout_ms: the state's connections never expire. */

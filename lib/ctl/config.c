@@ -767,7 +767,7 @@ static int load_entries(struct loader *L, const struct ynode *pipes)
 }
 
 /* Forwarding of a pipe that may name another: fwd, miss, colour fwd. */
-#define PIPE_DEPS 4
+#define PIPE_DEPS 5
 
 /*
  * The pipe that forwarding @d (0..PIPE_DEPS-1) of pipe @p names (NULL:
@@ -777,9 +777,16 @@ static const char *dep_pipe(struct loader *L, const struct ynode *p, unsigned d,
 			    struct ynode *at)
 {
 	static const char *const deps[PIPE_DEPS] = {"fwd", "miss", "yellow",
-						    "red"};
+						    "red", "dnat"};
 	struct ynode cf, f;
 
+	if (d == 4) { /* a ct pipe's DNAT table: ct.dnat.pipe */
+		if (!y_get(&L->d, p, "ct", &cf) || !y_is_map(&cf) ||
+		    !y_get(&L->d, &cf, deps[d], &f) || !y_is_map(&f) ||
+		    !y_get(&L->d, &f, "pipe", at))
+			return NULL;
+		return y_str(at);
+	}
 	if (d >= 2 && !y_get(&L->d, p, "color_fwd", &cf))
 		return NULL;
 	if (!y_get(&L->d, d < 2 ? p : &cf, deps[d], &f) ||

@@ -331,8 +331,9 @@ int cfg_parse_ct(struct loader *L, const struct ynode *x,
 		 struct dpflow_ct_cfg *ct)
 {
 	static const char *const keys[] = {
-	    "inner",	"lookup_only", "tcp_strict", "evict",	    "replace",
-	    "user_reg", "save",	       "snat",	     "timeouts_ms", NULL};
+	    "inner",   "lookup_only", "tcp_strict", "evict",
+	    "replace", "user_reg",    "save",	    "snat",
+	    "dnat",    "timeouts_ms", NULL};
 	static const char *const flags[] = {"inner", "lookup_only",
 					    "tcp_strict", "evict", "replace"};
 	bool *const flag_at[] = {&ct->inner, &ct->lookup_only, &ct->tcp_strict,
@@ -368,6 +369,34 @@ int cfg_parse_ct(struct loader *L, const struct ynode *x,
 					    "meta.reg%u is there already", r);
 			ct->save_regs |= (uint8_t)(1u << r);
 		}
+	}
+	if (y_get(&L->d, x, "dnat", &v)) {
+		static const char *const dkeys[] = {"pipe", "reg", NULL};
+		struct ynode t;
+
+		if (!y_is_map(&v))
+			return yerr(&L->d, &v, EINVAL,
+				    "expected {pipe: NAME, reg: meta.regN}");
+		CHECK(y_check_keys(&L->d, &v, dkeys));
+		if (!y_get(&L->d, &v, "pipe", &t) || !y_str(&t))
+			return yerr(&L->d, &v, EINVAL,
+				    "'pipe' is missing: the table of "
+				    "destinations, by register");
+		ct->dnat_pipe = dpflow_pipe_find(L->ctx, y_str(&t));
+		if (!ct->dnat_pipe)
+			return yerr(&L->d, &t, ENOENT, "no pipe named '%s'",
+				    y_str(&t));
+		if (!y_get(&L->d, &v, "reg", &t))
+			return yerr(&L->d, &v, EINVAL,
+				    "'reg' is missing: the register whose "
+				    "value picks the destination");
+		CHECK(parse_reg(L, &t, &ct->dnat_reg));
+		if (ct->inner || ct->lookup_only)
+			return yerr(&L->d, &v, EINVAL, "destination NAT %s",
+				    ct->inner ? "translates the outer headers: "
+						"not with 'inner'"
+					      : "binds new connections: not "
+						"with 'lookup_only'");
 	}
 	if (y_get(&L->d, x, "snat", &v)) {
 		CHECK(parse_snat(L, &v, &ct->snat));

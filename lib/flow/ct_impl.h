@@ -214,11 +214,12 @@ enum dpflow_ct_dir {
 /* Why a packet got no connection (dpflow_ct_result.drop). */
 enum dpflow_ct_drop {
 	DPFLOW_CT_DROP_NONE = 0,
-	DPFLOW_CT_DROP_INVALID, /* cannot open a connection (TCP not SYN) */
-	DPFLOW_CT_DROP_FULL,	/* max_conns live connections */
-	DPFLOW_CT_DROP_NO_SLOT, /* both candidate buckets full */
-	DPFLOW_CT_DROP_BUSY,	/* bucket lock not taken within busy_spins */
-	DPFLOW_CT_DROP_NAT,	/* no NAT binding with a free reply key */
+	DPFLOW_CT_DROP_INVALID,	  /* cannot open a connection (TCP not SYN) */
+	DPFLOW_CT_DROP_FULL,	  /* max_conns live connections */
+	DPFLOW_CT_DROP_NO_SLOT,	  /* both candidate buckets full */
+	DPFLOW_CT_DROP_BUSY,	  /* bucket lock not taken within busy_spins */
+	DPFLOW_CT_DROP_NAT,	  /* no NAT binding with a free reply key */
+	DPFLOW_CT_DROP_NO_TARGET, /* the init block forbids opening one */
 };
 
 /*
@@ -300,6 +301,10 @@ struct dpflow_ct_result {
 #define DPFLOW_CT_VAL_REG(i)  (0x0010u << (i))
 #define DPFLOW_CT_VAL_REGS    4
 #define DPFLOW_CT_VAL_ALL     0x00ff
+/* in an init block only (never stored): the packet may not open a
+ * connection (refused with DPFLOW_CT_DROP_NO_TARGET); an existing one is
+ * tracked as ever */
+#define DPFLOW_CT_VAL_NO_OPEN 0x0100
 
 /*
  * A connection's value block: 64 bytes, in the image's values array.
@@ -1570,6 +1575,10 @@ dpflow_ct_open_conn(struct dpflow_ct_image *ct, const struct dpflow_ct_key *k,
 
 	b.alias = DPFLOW_TABLE_MISS;
 	b.lock = NULL;
+	if (init && (init->flags & DPFLOW_CT_VAL_NO_OPEN)) {
+		r->drop = DPFLOW_CT_DROP_NO_TARGET;
+		return;
+	}
 	if (init) {
 		uint8_t proto = (uint8_t)(k->w[4] >> 32);
 

@@ -630,6 +630,45 @@ static int check_actions(struct dpflow_ctx *ctx,
 	return 0;
 }
 
+/*
+ * A ct pipe's DNAT table (dpflow_ct_cfg.dnat_pipe): a BASIC pipe matching
+ * exactly the register the ct pipe names, with a nat_dst_ip action in a
+ * template; not with inner or lookup_only.
+ */
+static int check_ct_dnat(const struct dpflow_pipe_cfg *cfg,
+			 struct dpflow_error *err)
+{
+	const struct dpflow_ct_cfg *c = &cfg->ct;
+	const struct dpflow_pipe_cfg *t = &c->dnat_pipe->cfg;
+	const struct dpflow_match_field *f = &t->match.f[0];
+	bool nat = false;
+	unsigned ones = 0, zeros = 0;
+
+	for (unsigned b = 0; b < 4; b++) {
+		ones += f->mask[b] == 0xff;
+		zeros += f->mask[b] == 0;
+	}
+
+	if (c->dnat_reg >= DPFLOW_META_REGS || c->inner || c->lookup_only)
+		return dpflow_error_set(err, EINVAL, "ct.dnat",
+					"pipe '%s': destination NAT needs a "
+					"register meta.reg0..3, and neither "
+					"inner nor lookup_only",
+					cfg->name);
+	for (unsigned i = 0; i < t->n_action_tmpls; i++)
+		for (unsigned a = 0; a < t->actions[i].n; a++)
+			nat |= t->actions[i].a[a].kind == DPFLOW_ACT_NAT_DST_IP;
+	if (t->type != DPFLOW_PIPE_BASIC || t->match.n != 1 ||
+	    f->field != DPFLOW_FIELD_META_REG0 + c->dnat_reg || !f->per_entry ||
+	    (ones != 4 && zeros != 4) || !nat)
+		return dpflow_error_set(
+		    err, EINVAL, "ct.dnat.pipe",
+		    "pipe '%s': its destinations' pipe '%s' must be a basic "
+		    "pipe matching meta.reg%u alone, with a nat_dst_ip action",
+		    cfg->name, t->name, c->dnat_reg);
+	return 0;
+}
+
 /* CT pipes: one action template at most, applied to every tracked packet,
  * with constant values only; the register and the timeouts in range. */
 static int check_ct(const struct dpflow_pipe_cfg *cfg, struct dpflow_error *err)
@@ -681,6 +720,8 @@ static int check_ct(const struct dpflow_pipe_cfg *cfg, struct dpflow_error *err)
 					"pipe '%s': registers are meta.reg0 "
 					".. meta.reg3",
 					cfg->name);
+	if (c->dnat_pipe && check_ct_dnat(cfg, err))
+		return -EINVAL;
 	if (!c->snat.n_addrs)
 		return 0;
 	if (c->snat.n_addrs > DPFLOW_CT_SNAT_ADDRS_MAX)

@@ -856,7 +856,7 @@ static int ct_create(struct dpflow_pipe *pipe, struct dpflow_error *err)
 	p.flags = (c->tcp_strict ? 0 : DPFLOW_CT_F_TCP_LOOSE) |
 		  (c->evict ? DPFLOW_CT_F_EVICT : 0) |
 		  (c->replace ? DPFLOW_CT_F_REPLACE : 0) |
-		  (c->snat.n_addrs ? DPFLOW_CT_F_NAT : 0);
+		  (c->snat.n_addrs || c->dnat_pipe ? DPFLOW_CT_F_NAT : 0);
 	p.seed = 0x63745f70u;
 	/* the source NAT's pools: IPv4 first, then IPv6 (as the plan's
 	 * ct_pool says) */

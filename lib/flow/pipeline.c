@@ -360,16 +360,24 @@ static bool forward_all(struct scratch *s, const struct dpflow_plan_fwd *f,
  * miss forwarding.
  */
 static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
-			struct dpflow_pipe *pipe)
+			struct dpflow_pipe *pipe, unsigned gen)
 {
 	const struct dpflow_plan_pipe *p = &pipe->plan;
 	struct burst_list in = s->pipe_in[pipe->id];
 	struct dpflow_ct_image *ct = pipe->images[0];
+	struct walk_ct_dnat_table dt = {NULL, NULL, NULL};
 	uint16_t n = 0;
 	uint32_t hit = 0, invalid = 0, refused = 0;
 	uint32_t tracked[DPFLOW_BURST_MAX];
 
 	s->pipe_in[pipe->id].n = 0;
+	if (p->ct_dnat) {
+		const struct dpflow_pipe *t = ctx->pipes[p->ct_dnat_pipe];
+
+		dt.pipe = &t->plan;
+		dt.image = t->images[gen];
+		dt.entries = t->plan_entries;
+	}
 	for (uint16_t i = 0; i < in.n; i++) {
 		uint32_t idx = in.idx[i];
 
@@ -397,7 +405,7 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 			dpflow_ct_track(
 			    ct, &s->ct_pkts[i], s->now_ns, s->ct_user[i],
 			    walk_ct_init(
-				p, dpflow_pool_meta(ctx->pool, tracked[i]),
+				p, &dt, dpflow_pool_meta(ctx->pool, tracked[i]),
 				&s->ct_pkts[i], &s->ct_init[i]),
 			    &s->ct_res[i], &s->ct_vals[i]);
 		else
@@ -713,7 +721,7 @@ uint16_t dpflow_ctx_process_burst_ex(struct dpflow_ctx *ctx, uint16_t port,
 		for (unsigned p = 0; p < ctx->n_pipes; p++)
 			if (s->pipe_in[p].n) {
 				if (ctx->pipes[p]->cfg.type == DPFLOW_PIPE_CT)
-					run_ct_pipe(ctx, s, ctx->pipes[p]);
+					run_ct_pipe(ctx, s, ctx->pipes[p], gen);
 				else
 					run_pipe(ctx, s, ctx->pipes[p], gen);
 				more = true;
@@ -845,8 +853,8 @@ const char *dpflow_trace_ct_state_name(unsigned state)
 const char *dpflow_trace_ct_drop_name(unsigned drop)
 {
 	/* enum dpflow_ct_drop */
-	static const char *const names[] = {"none",    "invalid", "full",
-					    "no_slot", "busy",	  "nat"};
+	static const char *const names[] = {
+	    "none", "invalid", "full", "no_slot", "busy", "nat", "no_target"};
 
 	return drop < sizeof(names) / sizeof(names[0]) ? names[drop] : "?";
 }

@@ -99,6 +99,12 @@ struct dpflow_plan_pipe {
 	uint8_t tmpl_encap_set[DPFLOW_ACTION_TMPLS_MAX][DPFLOW_ACTIONS_MAX];
 	struct dpflow_edit_encap tmpl_encap[DPFLOW_ACTION_TMPLS_MAX]
 					   [DPFLOW_ACTIONS_MAX];
+	/* CT destination NAT: whether, the table pipe's index and the
+	 * register whose value it is looked up by (dpflow_ct_cfg) */
+	uint8_t ct_dnat;
+	uint8_t ct_dnat_pipe;
+	uint8_t ct_dnat_reg;
+	uint8_t reserved2[5];
 };
 
 struct dpflow_pipe;

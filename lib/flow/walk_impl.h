@@ -292,14 +292,83 @@ DPF_HD static inline bool walk_ct_begin(const struct dpflow_plan_pipe *p,
 }
 
 /*
+ * The destination a new connection of family @family takes from the DNAT
+ * table pipe @t (its image @image and plan entries @entries): the entry
+ * the value @reg hits, its nat_dst_ip and nat_dst_port values, into
+ * @init. False when there is none (no entry, no nat_dst_ip action, or an
+ * address of the other family).
+ */
+DPF_HD static inline bool walk_ct_dnat(const struct dpflow_plan_pipe *t,
+				       const void *image,
+				       const struct dpflow_plan_entry *entries,
+				       uint32_t reg, unsigned family,
+				       struct dpflow_ct_value *init)
+{
+	const struct dpflow_action_tmpl *tm;
+	const struct dpflow_plan_entry *e;
+	uint8_t key[DPFLOW_KEY_MAX]; /* the table reads whole words */
+	uint32_t v;
+	bool addr = false;
+
+	memset(key, 0, sizeof(key));
+	key[0] = (uint8_t)(reg >> 24);
+	key[1] = (uint8_t)(reg >> 16);
+	key[2] = (uint8_t)(reg >> 8);
+	key[3] = (uint8_t)reg;
+	v = dpflow_exact_lookup_impl((const struct dpflow_exact_image *)image,
+				     key);
+
+	if (v == WALK_MISS || v >= t->size)
+		return false;
+	e = &entries[v];
+	if (e->tmpl >= t->n_action_tmpls)
+		return false;
+	tm = &t->tmpl[e->tmpl];
+	for (unsigned i = 0; i < tm->n && i < DPFLOW_ACTIONS_MAX; i++) {
+		const struct dpflow_action *a = &tm->a[i];
+		const uint8_t *val = a->per_entry ? e->values[i] : a->value;
+		uint8_t mapped = 0;
+
+		if (a->kind == DPFLOW_ACT_NAT_DST_PORT) {
+			init->nat_dport = (uint16_t)(val[0] << 8 | val[1]);
+			continue;
+		}
+		if (a->kind != DPFLOW_ACT_NAT_DST_IP)
+			continue;
+		/* action values hold IPv4 as ::ffff:a.b.c.d */
+		for (unsigned b = 0; b < 10; b++)
+			mapped |= val[b];
+		mapped = !mapped && val[10] == 0xff && val[11] == 0xff;
+		if (mapped != (family == 4))
+			return false;
+		memset(init->nat_dst, 0, 16);
+		memcpy(init->nat_dst, mapped ? val + 12 : val, mapped ? 4 : 16);
+		addr = true;
+	}
+	if (addr)
+		init->flags |= DPFLOW_CT_VAL_DNAT;
+	return addr;
+}
+
+/* The DNAT table of a CT pipe, as a target binds it (walk_ct_init()). */
+struct walk_ct_dnat_table {
+	const struct dpflow_plan_pipe *pipe; /* NULL: the pipe has none */
+	const void *image;
+	const struct dpflow_plan_entry *entries;
+};
+
+/*
  * CT pipe @p, before its tracker: the value block a connection the packet
  * opens takes (its saved registers; source NAT from the pool of its
- * family), in @init. Returns @init, or NULL when the pipe keeps no values
- * (the tracker then writes none).
+ * family; destination NAT from @dt by its register), in @init. Returns
+ * @init, or NULL when the pipe keeps no values (the tracker then writes
+ * none). A packet without a DNAT target gets DPFLOW_CT_VAL_NO_OPEN.
  */
 DPF_HD static inline const struct dpflow_ct_value *
-walk_ct_init(const struct dpflow_plan_pipe *p, const struct dpflow_pkt_meta *m,
-	     const struct dpflow_ct_pkt *cp, struct dpflow_ct_value *init)
+walk_ct_init(const struct dpflow_plan_pipe *p,
+	     const struct walk_ct_dnat_table *dt,
+	     const struct dpflow_pkt_meta *m, const struct dpflow_ct_pkt *cp,
+	     struct dpflow_ct_value *init)
 {
 	unsigned pool;
 
@@ -317,6 +386,12 @@ walk_ct_init(const struct dpflow_plan_pipe *p, const struct dpflow_pkt_meta *m,
 		init->flags |= DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_POOL;
 		init->pool = (uint8_t)pool;
 	}
+	init->nat_dport = cp->dport; /* no nat_dst_port action: kept */
+	if (p->ct_dnat &&
+	    (!dt->pipe ||
+	     !walk_ct_dnat(dt->pipe, dt->image, dt->entries,
+			   m->reg[p->ct_dnat_reg & 3], cp->family, init)))
+		init->flags |= DPFLOW_CT_VAL_NO_OPEN;
 	return init;
 }
 

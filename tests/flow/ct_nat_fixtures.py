@@ -329,6 +329,116 @@ def replace_lru(dpflow, tmp):
     return problems
 
 
+FULL_NAT = """pipes:
+  - name: vip
+    type: basic
+    root: in
+    match: [outer.ipv4.dst]
+    actions:
+      - [{set: {field: meta.reg0, value: per-entry}}]
+    fwd: {pipe: conn}
+    miss: {pipe: conn}
+    entries:
+      - {match: {outer.ipv4.dst: 192.0.2.10}, values: [1]}
+      - {match: {outer.ipv4.dst: 192.0.2.11}, values: [2]}
+      - {match: {outer.ipv4.dst: 192.0.2.12}, values: [3]}
+      - {match: {outer.ipv4.dst: 192.0.2.13}, values: [4]}
+  - name: backends
+    type: basic
+    match: [meta.reg0]
+    actions:
+      - [{nat_dst_ip: per-entry}, {nat_dst_port: per-entry}]
+      - [{nat_dst_ip: per-entry}]
+    fwd: drop
+    entries:
+      - {match: {meta.reg0: 1}, values: [10.0.1.1, 8080]}
+      - {match: {meta.reg0: 2}, action: 1, values: [10.0.1.2]}
+      - {match: {meta.reg0: 4}, values: ['2001:db8::4', 8080]}
+  - name: conn
+    type: ct
+    size: 64
+    ct:
+      save: [meta.reg0]
+      snat: {addrs: [198.51.100.1], ports: [20000, 20000]}
+      dnat: {pipe: backends, reg: meta.reg0}
+    fwd: {pipe: side}
+    miss: drop
+  - name: side
+    type: acl
+    match: [meta.ct_flags]
+    fwd: per-entry
+    miss: drop
+    entries:
+      - {match: {meta.ct_flags: 0x02/0x02}, priority: 1, fwd: {port: back}}
+      - {match: {meta.ct_flags: 0/0}, priority: 2, fwd: {port: out}}
+"""
+
+
+@case
+def full_nat(dpflow, tmp):
+    """dnat from a table pipe by register plus snat (a load balancer's full
+    NAT): the client's packets go to the backend from the pool binding,
+    the backend's replies come back from the VIP to the client; a backend
+    without a port keeps the VIP's port; a register with no entry, or an
+    entry of the other family, opens no connection"""
+    vip1, vip2 = ("192.0.2.10", 80), ("192.0.2.11", 443)
+    b1, b2 = ("10.0.1.1", 8080), ("10.0.1.2", 443)
+    syn, ack = tcp(C1, vip1, "S"), tcp(C1, vip1, "A", b"GET /")
+    synack = tcp(b1, P1, "SA")
+    syn2 = tcp(C2, vip2, "S")
+    synack2 = tcp(b2, P1, "SA")
+    nobackend = tcp(C2, ("192.0.2.12", 80), "S")  # reg0 3: no entry
+    wrongfam = tcp(C2, ("192.0.2.13", 80), "S")   # an IPv6 backend
+    stray = tcp(b1, P1, "A")  # to the binding's port, wrong flow state
+    rc, out, got = run(dpflow, FULL_NAT,
+                       [syn, synack, ack, syn2, synack2, nobackend,
+                        wrongfam], tmp)
+    if rc:
+        return ["exit %d: %s" % (rc, out[-800:])]
+    problems = same(got["out"], [translated(syn, src=P1, dst=b1),
+                                 translated(ack, src=P1, dst=b1),
+                                 translated(syn2, src=P1, dst=b2)], "out")
+    problems += same(got["back"], [translated(synack, src=vip1, dst=C1),
+                                   translated(synack2, src=vip2, dst=C2)],
+                     "back")
+    if drops(out) != {"flow_miss_drop": 2}:
+        problems.append("drops %s, expected flow_miss_drop 2" % drops(out))
+    del stray
+    return problems
+
+
+@case
+def full_nat_trace(dpflow, tmp):
+    """dpflow trace names the reason a packet without a destination opened
+    no connection (no_target), and shows a translated packet's bytes"""
+    pf.wrpcap(os.path.join(tmp, "in.pcap"),
+              [tcp(C2, ("192.0.2.12", 80), "S"), tcp(C1, ("192.0.2.10", 80),
+                                                     "S")])
+    cfg = os.path.join(tmp, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write(PORTS % {"tmp": tmp} + FULL_NAT)
+    problems = []
+    p = subprocess.run([dpflow, "trace", cfg, "--pcap",
+                        os.path.join(tmp, "in.pcap"), "--index", "0"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    out = p.stdout.decode(errors="replace")
+    if "no_target" not in out or "flow_miss_drop" not in out:
+        problems.append("trace of a packet without a backend:\n" + out)
+    p = subprocess.run([dpflow, "trace", cfg, "--pcap",
+                        os.path.join(tmp, "in.pcap"), "--index", "1"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    out = p.stdout.decode(errors="replace")
+    want = translated(tcp(C1, ("192.0.2.10", 80), "S"), src=P1,
+                      dst=("10.0.1.1", 8080)).hex()
+    if want not in out.replace(" ", ""):
+        problems.append("trace lacks the translated packet %s:\n%s" %
+                        (want, out))
+    return problems
+
+
+
 ERRORS = [
     ("{snat: {addrs: [198.51.100.1]}, inner: true}",
      "not with 'inner'"),
@@ -343,6 +453,12 @@ ERRORS = [
     ("{save: [meta.reg0, meta.reg0]}", "meta.reg0 is there already"),
     ("{save: [outer.ipv4.src]}", "expected meta.reg0 .. meta.reg3"),
     ("{snat: {addrs: [198.51.100.1], bogus: 1}}", "bogus"),
+    ("{dnat: {pipe: nope, reg: meta.reg0}}", "pipe 'nope' does not exist"),
+    ("{dnat: {pipe: side, reg: meta.reg0}}",
+     "must be a basic pipe matching meta.reg0 alone, with a nat_dst_ip"),
+    ("{dnat: {pipe: side}}", "'reg' is missing"),
+    ("{dnat: {pipe: side, reg: meta.reg0}, lookup_only: true}",
+     "not with 'lookup_only'"),
 ]
 
 

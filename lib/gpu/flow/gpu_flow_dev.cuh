@@ -317,6 +317,22 @@ __device__ static bool ct_end(const struct gpu_pipe *pp, unsigned p,
 	}
 }
 
+/* CT pipe @pp's DNAT table among @pipes (walk_ct_init()). */
+__device__ static inline struct walk_ct_dnat_table
+gpu_ct_dnat_table(const struct gpu_pipe *pipes, const struct gpu_pipe *pp)
+{
+	struct walk_ct_dnat_table dt = {NULL, NULL, NULL};
+
+	if (pp->ct_dnat) {
+		const struct gpu_pipe *t = &pipes[pp->ct_dnat_pipe];
+
+		dt.pipe = t;
+		dt.image = t->image;
+		dt.entries = t->entries;
+	}
+	return dt;
+}
+
 /* The tracker of CT pipe @pp on one packet, in any order with the other
  * threads (ct_impl.h's concurrency). Out of line: one copy per kernel. */
 __device__ __noinline__ static void
@@ -467,13 +483,16 @@ gpu_flow_pkt_at(const struct gpu_pipe *pipes, int root, uint16_t port,
 			struct dpflow_ct_pkt cp;
 			struct dpflow_ct_result cr;
 			struct dpflow_ct_value init, val;
+			struct walk_ct_dnat_table dt =
+			    gpu_ct_dnat_table(pipes, pp);
 			uint32_t user = 0;
 			bool hit = false;
 
 			if (ct_begin(pp, (unsigned)p, buf, m, st, &cp, &user)) {
-				ct_track_any(pp, &cp, b->now_ns, user,
-					     walk_ct_init(pp, m, &cp, &init),
-					     &cr, pp->ct_values ? &val : NULL);
+				ct_track_any(
+				    pp, &cp, b->now_ns, user,
+				    walk_ct_init(pp, &dt, m, &cp, &init), &cr,
+				    pp->ct_values ? &val : NULL);
 				hit = ct_end(pp, (unsigned)p, m, &cr, st);
 			}
 			if (!ct_values_apply(pp, hit, m, buf, &cr, &val, &r))

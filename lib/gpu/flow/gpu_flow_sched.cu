@@ -414,6 +414,7 @@ __device__ static void sched_ct(struct sched_shared *s,
 	unsigned step = 0, n_untracked, out;
 	bool tracked = false, hit = false;
 	const bool serial = gpu_ct_serial(pp, pp->ct);
+	const struct walk_ct_dnat_table dt = gpu_ct_dnat_table(a->pipes, pp);
 
 	if (mine) {
 		uint32_t user = 0;
@@ -435,8 +436,8 @@ __device__ static void sched_ct(struct sched_shared *s,
 			c->tcp_flags = cp.tcp_flags;
 			c->user = user;
 			s->u.ct.has_init[rank] =
-			    walk_ct_init(pp, k->m, &cp, &a->ct_vals[rank]) !=
-			    NULL;
+			    walk_ct_init(pp, &dt, k->m, &cp,
+					 &a->ct_vals[rank]) != NULL;
 		}
 	}
 	n_untracked = (unsigned)__syncthreads_count(mine && !tracked);
