@@ -132,17 +132,28 @@ uint16_t l4lb_csum_fold(uint32_t sum)
 }
 
 /* What the reference says of frame @f (Ethernet/IPv4/TCP, no options)
- * after DNAT: 0 when right, else a word for the message. */
-static const char *frame_wrong(const uint8_t *f, uint32_t want_dst)
+ * after DNAT (and with @full_nat, SNAT to the pool's address and a port
+ * of 1024 or more, DNAT to the backend's port): 0 when right, else a word
+ * for the message. */
+static const char *frame_wrong(const uint8_t *f, uint32_t want_dst,
+			       bool full_nat)
 {
 	const uint8_t *ip = f + 14, *tcp = ip + 20;
 	uint32_t dst =
 	    (uint32_t)ip[16] << 24 | ip[17] << 16 | ip[18] << 8 | ip[19];
+	uint32_t src =
+	    (uint32_t)ip[12] << 24 | ip[13] << 16 | ip[14] << 8 | ip[15];
 	unsigned tcp_len = (unsigned)(ip[2] << 8 | ip[3]) - 20;
 	uint32_t sum;
 
 	if (dst != want_dst)
 		return "destination address";
+	if (full_nat && src != L4LB_SNAT)
+		return "source address";
+	if (full_nat && (tcp[0] << 8 | tcp[1]) < 1024)
+		return "source port";
+	if (full_nat && (unsigned)(tcp[2] << 8 | tcp[3]) != L4LB_BACKEND_PORT)
+		return "destination port";
 	if (l4lb_csum_fold(l4lb_csum_add(0, ip, 20)) != 0xffff)
 		return "IPv4 checksum";
 	sum = l4lb_csum_add(0, ip + 12, 8); /* the pseudo header's addresses */
@@ -179,7 +190,7 @@ int l4lb_cpu_check(struct l4lb_cpu *c)
 		memcpy(key + 9, ip + 20, 4);
 		b = table[dpflow_hash32(key, sizeof(key), 0) % m];
 		why = frame_wrong(dpflow_pkt_data(c->pool, c->idx[i]),
-				  L4LB_BACKEND_NET + b + 1);
+				  L4LB_BACKEND_NET + b + 1, c->p.full_nat);
 		if (why && bad++ < 5)
 			fprintf(stderr,
 				"bench l4lb: packet %u: wrong %s (backend "
@@ -303,12 +314,60 @@ static void report(const char *variant, unsigned workers, double pps,
 	       (unsigned long)dpflow_tsc_hz());
 }
 
+static uint64_t pipe_pass(void *arg)
+{
+	struct l4lb_cpu *c = arg;
+
+	return l4lb_cpu_pass(c, 0, c->n_pkts - c->n_pkts % c->burst);
+}
+
+/*
+ * The pipe-nat variant: the app's full NAT as pipes (bench_l4lb_pipe.h,
+ * full_nat), checked, then one core beside the DPDK peer, then 1 and
+ * @workers workers.
+ */
+static int run_pipe_nat(const struct l4lb_params *pa, uint32_t packets,
+			unsigned workers, double seconds, unsigned trials,
+			bool with_peer)
+{
+	struct l4lb_params p = *pa;
+	struct bench_best ob, pb;
+	struct l4lb_cpu c;
+	const char *peer;
+	char variant[40];
+	double pps, cpp;
+	int rc = -1;
+
+	p.full_nat = 1;
+	if (l4lb_cpu_create(&c, &p, packets) || l4lb_cpu_check(&c))
+		goto out;
+	dpflow_ctx_thread_online(c.ctx);
+	rc = bench_l4lb_paired(&c.p, c.frame, c.len, c.n_pkts, pipe_pass, &c,
+			       seconds, trials, with_peer, &ob, &pb, &peer);
+	dpflow_ctx_thread_offline(c.ctx);
+	if (rc)
+		goto out;
+	bench_report_header();
+	bench_report_best("l4lb", "pipe-nat-1core", &ob, peer, &pb, 64);
+	pps = l4lb_cpu_run(&c, 1, seconds, trials, &cpp);
+	report("pipe-nat-cpu-1core", 1, pps, cpp);
+	if (workers > 1) {
+		snprintf(variant, sizeof(variant), "pipe-nat-cpu-%ucores",
+			 workers);
+		pps = l4lb_cpu_run(&c, workers, seconds, trials, &cpp);
+		report(variant, workers, pps, cpp);
+	}
+out:
+	l4lb_cpu_destroy(&c);
+	return rc;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(
 	    out,
 	    "usage: dpflow bench l4lb [--variant "
-	    "app|app-nat|app-ipip|pipe|all]\n"
+	    "app|app-nat|app-ipip|pipe|pipe-nat|all]\n"
 	    "         [--flows N] [--backends N]"
 	    " [--maglev M] [--packets N] [--workers N]\n"
 	    "         "
@@ -332,6 +391,11 @@ static void usage(FILE *out)
 	    "pipe, CT,\n"
 	    "        DNAT), one worker and --workers workers (default: "
 	    "every core)\n"
+	    "  pipe-nat  the app's full NAT as pipes: the ct pipe keeps the "
+	    "backend and\n"
+	    "        translates (DNAT from a backends table, SNAT from a "
+	    "pool); beside\n"
+	    "        the DPDK peer, then one worker and --workers workers\n"
 	    "Use --target gpu (first option) for the GPU target.\n");
 }
 
@@ -353,7 +417,7 @@ int bench_l4lb(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	/* burst 0: the variant's default */
-	struct l4lb_params p = {1u << 20, 64, L4LB_MAGLEV_DEFAULT, 1, 0}, pa;
+	struct l4lb_params p = {1u << 20, 64, L4LB_MAGLEV_DEFAULT, 1, 0, 0}, pa;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned workers = cores > 0 ? (unsigned)cores : 1, trials = 3;
 	uint32_t packets = 0;
@@ -385,7 +449,8 @@ int bench_l4lb(int argc, char **argv)
 			which = optarg;
 			if (strcmp(which, "app") && strcmp(which, "app-nat") &&
 			    strcmp(which, "app-ipip") &&
-			    strcmp(which, "pipe") && strcmp(which, "all"))
+			    strcmp(which, "pipe") &&
+			    strcmp(which, "pipe-nat") && strcmp(which, "all"))
 				goto bad;
 			continue;
 		}
@@ -430,6 +495,15 @@ int bench_l4lb(int argc, char **argv)
 	if (!p.burst) {
 		pa.burst = L4LB_APP_BURST;
 		p.burst = L4LB_PIPE_BURST;
+	}
+	if (!strcmp(which, "pipe-nat") || !strcmp(which, "all")) {
+		if (run_pipe_nat(&pa, packets, workers, seconds, trials,
+				 with_peer))
+			goto out;
+		if (!strcmp(which, "pipe-nat")) {
+			rc = 0;
+			goto done;
+		}
 	}
 	if (strcmp(which, "pipe")) {
 		static const struct {

@@ -288,12 +288,14 @@ static uint64_t peer_pass(void *arg)
 	return bench_dpdk_exact_pipe(pp->e, pp->p, pp->burst, &pp->hits);
 }
 
-/* The DPDK peer on @a's flows and frames; 0, or -1 (message on stderr). */
-static int peer_setup(const struct app_bench *a, struct peer *pp)
+/* The DPDK peer on @p's flows and the @n_pkts frames @frame (@len bytes);
+ * 0, or -1 (message on stderr). */
+static int peer_setup(const struct l4lb_params *p, uint8_t (*frame)[64],
+		      const uint16_t *len, uint32_t n_pkts, struct peer *pp)
 {
-	uint32_t nf = a->p.flows, failed = 0;
+	uint32_t nf = p->flows, failed = 0;
 	uint8_t *keys = calloc(nf, 16);
-	const uint8_t **frames = calloc(a->n_pkts, sizeof(*frames));
+	const uint8_t **frames = calloc(n_pkts, sizeof(*frames));
 	double fill_s;
 	uint64_t n;
 	int rc = -1;
@@ -306,7 +308,7 @@ static int peer_setup(const struct app_bench *a, struct peer *pp)
 		struct bench_flow f;
 		uint8_t *k = keys + (size_t)i * 16;
 
-		l4lb_flow(&a->p, i, &f);
+		l4lb_flow(p, i, &f);
 		memcpy(k, f.src, 4);
 		memcpy(k + 4, f.dst, 4);
 		k[8] = (uint8_t)(f.sport >> 8);
@@ -323,14 +325,14 @@ static int peer_setup(const struct app_bench *a, struct peer *pp)
 			failed);
 		goto out;
 	}
-	for (uint32_t i = 0; i < a->n_pkts; i++)
-		frames[i] = a->frame[i];
-	pp->p = bench_dpdk_pkts_create(frames, a->len, a->n_pkts);
+	for (uint32_t i = 0; i < n_pkts; i++)
+		frames[i] = frame[i];
+	pp->p = bench_dpdk_pkts_create(frames, len, n_pkts);
 	if (!pp->p)
 		goto out;
 	/* every packet finds its flow */
 	n = peer_pass(pp);
-	if (n != a->n_pkts - a->n_pkts % a->p.burst || pp->hits != n ||
+	if (n != n_pkts - n_pkts % p->burst || pp->hits != n ||
 	    bench_dpdk_exact_counted(pp->e) != n) {
 		fprintf(stderr, "bench l4lb: peer: %llu hits of %llu\n",
 			(unsigned long long)pp->hits, (unsigned long long)n);
@@ -350,18 +352,53 @@ static void peer_teardown(struct peer *pp)
 }
 #endif
 
-int bench_l4lb_app(const struct l4lb_params *p, uint32_t packets, uint8_t mode,
-		   double seconds, unsigned trials, bool with_peer,
-		   struct bench_best *ob, struct bench_best *pb,
-		   const char **peer_name)
+int bench_l4lb_paired(const struct l4lb_params *p, uint8_t (*frame)[64],
+		      const uint16_t *len, uint32_t n_pkts, bench_pass_fn ours,
+		      void *ours_arg, double seconds, unsigned trials,
+		      bool with_peer, struct bench_best *ob,
+		      struct bench_best *pb, const char **peer_name)
 {
-	struct app_bench a;
 	bench_pass_fn peer_fn = NULL;
 	void *peer_arg = NULL;
 	int rc = -1;
 #ifdef DPFLOW_HAVE_DPDK
 	struct peer pp = {NULL, NULL, p->burst, 0};
 #endif
+
+	memset(ob, 0, sizeof(*ob));
+	memset(pb, 0, sizeof(*pb));
+	*peer_name = NULL;
+#ifdef DPFLOW_HAVE_DPDK
+	if (with_peer) {
+		if (peer_setup(p, frame, len, n_pkts, &pp))
+			goto out;
+		peer_fn = peer_pass;
+		peer_arg = &pp;
+		*peer_name = "dpdk-ptype+rte_hash";
+	}
+#else
+	(void)frame;
+	(void)len;
+	(void)n_pkts;
+	(void)with_peer;
+#endif
+	bench_pair_run(ours, ours_arg, peer_fn, peer_arg, trials, seconds, ob,
+		       pb);
+	rc = 0;
+#ifdef DPFLOW_HAVE_DPDK
+out:
+	peer_teardown(&pp);
+#endif
+	return rc;
+}
+
+int bench_l4lb_app(const struct l4lb_params *p, uint32_t packets, uint8_t mode,
+		   double seconds, unsigned trials, bool with_peer,
+		   struct bench_best *ob, struct bench_best *pb,
+		   const char **peer_name)
+{
+	struct app_bench a;
+	int rc = -1;
 
 	memset(&a, 0, sizeof(a));
 	memset(ob, 0, sizeof(*ob));
@@ -372,28 +409,13 @@ int bench_l4lb_app(const struct l4lb_params *p, uint32_t packets, uint8_t mode,
 	a.n_pkts = packets;
 	if (setup(&a) || check(&a))
 		goto out;
-#ifdef DPFLOW_HAVE_DPDK
-	if (with_peer) {
-		if (peer_setup(&a, &pp))
-			goto out;
-		peer_fn = peer_pass;
-		peer_arg = &pp;
-		*peer_name = "dpdk-ptype+rte_hash";
-	}
-#else
-	(void)with_peer;
-#endif
 	dpflow_ctx_thread_online(a.ctx);
-	bench_pair_run(app_pass, &a, peer_fn, peer_arg, trials, seconds, ob,
-		       pb);
+	rc = bench_l4lb_paired(&a.p, a.frame, a.len, a.n_pkts, app_pass, &a,
+			       seconds, trials, with_peer, ob, pb, peer_name);
 	dpflow_ctx_thread_offline(a.ctx);
-	rc = 0;
 out:
 	if (a.lb)
 		l4lb_print(a.lb, stderr);
-#ifdef DPFLOW_HAVE_DPDK
-	peer_teardown(&pp);
-#endif
 	teardown(&a);
 	return rc;
 }

@@ -25,4 +25,17 @@ int bench_l4lb_app(const struct l4lb_params *p, uint32_t packets, uint8_t mode,
 		   struct bench_best *ob, struct bench_best *pb,
 		   const char **peer_name);
 
+/*
+ * Time @ours (one pass over the steady state, @ours_arg) for @trials runs
+ * of @seconds, the best in *@ob, taking turns with the DPDK peer on @p's
+ * flows and the @n_pkts frames @frame (@len bytes) when @peer and DPDK
+ * are there (its best in *@pb, its name in *@peer_name, else NULL). 0, or
+ * -1 when the peer could not be set up (message on stderr).
+ */
+int bench_l4lb_paired(const struct l4lb_params *p, uint8_t (*frame)[64],
+		      const uint16_t *len, uint32_t n_pkts, bench_pass_fn ours,
+		      void *ours_arg, double seconds, unsigned trials,
+		      bool peer, struct bench_best *ob, struct bench_best *pb,
+		      const char **peer_name);
+
 #endif /* DPFLOW_BENCH_L4LB_APP_H */

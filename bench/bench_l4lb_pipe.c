@@ -149,9 +149,12 @@ char *l4lb_yaml(const struct l4lb_params *p, const char *out_fwd)
 		free(b.s);
 		return NULL;
 	}
-	/* room for every flow at half load */
+	/* room for every flow at half load; with NAT the table has three
+	 * slots a connection (its key and its reply key): an eighth over */
 	while (ct_size < 2 * p->flows)
 		ct_size *= 2;
+	if (p->full_nat)
+		ct_size = p->flows + p->flows / 8 + 64;
 	ip4_str(L4LB_VIP, vip);
 	rc |=
 	    sb_printf(&b,
@@ -184,30 +187,82 @@ char *l4lb_yaml(const struct l4lb_params *p, const char *out_fwd)
 	for (uint32_t i = 0; i < p->maglev && !rc; i++)
 		rc |= sb_printf(&b, "      - {index: %u, values: [%u]}\n", i,
 				table[i] + 1);
-	rc |= sb_printf(&b,
-			"  - name: conn\n"
-			"    type: ct\n"
-			"    size: %u\n"
-			"    ct: {user_reg: meta.reg0}\n"
-			"    fwd: {pipe: dnat}\n"
-			"    miss: drop\n"
-			"  - name: dnat\n"
-			"    type: basic\n"
-			"    size: %u\n"
-			"    match: [meta.reg0]\n"
-			"    actions:\n"
-			"      - [{nat_dst_ip: per-entry}]\n"
-			"    monitor: {counter: true}\n"
-			"    fwd: %s\n"
-			"    miss: drop\n"
-			"    entries:\n",
-			ct_size, p->backends * 2, out_fwd);
-	for (uint32_t k = 0; k < p->backends && !rc; k++) {
-		ip4_str(L4LB_BACKEND_NET + k + 1, be);
+	if (p->full_nat) {
+		char snat[16];
+
+		ip4_str(L4LB_SNAT, snat);
 		rc |= sb_printf(&b,
-				"      - {match: {meta.reg0: %u}, values: "
-				"[%s]}\n",
-				k + 1, be);
+				"  - name: backends\n"
+				"    type: basic\n"
+				"    size: %u\n"
+				"    match: [meta.reg0]\n"
+				"    actions:\n"
+				"      - [{nat_dst_ip: per-entry}, "
+				"{nat_dst_port: %u}]\n"
+				"    fwd: drop\n"
+				"    entries:\n",
+				p->backends * 2, L4LB_BACKEND_PORT);
+		for (uint32_t k = 0; k < p->backends && !rc; k++) {
+			ip4_str(L4LB_BACKEND_NET + k + 1, be);
+			rc |= sb_printf(&b,
+					"      - {match: {meta.reg0: %u}, "
+					"values: [%s]}\n",
+					k + 1, be);
+		}
+		rc |= sb_printf(
+		    &b,
+		    "  - name: conn\n"
+		    "    type: ct\n"
+		    "    size: %u\n"
+		    "    ct:\n"
+		    "      save: [meta.reg0]\n"
+		    "      dnat: {pipe: backends, reg: meta.reg0}\n"
+		    "      snat: {addrs: [%s], ports: [1024, 65535]}\n"
+		    "      replace: true\n"
+		    "    fwd: {pipe: dnat}\n"
+		    "    miss: drop\n"
+		    "  - name: dnat\n"
+		    "    type: basic\n"
+		    "    size: %u\n"
+		    "    match: [meta.reg0]\n"
+		    "    actions:\n"
+		    "      - [{set_mac_dst: per-entry}]\n"
+		    "    monitor: {counter: true}\n"
+		    "    fwd: %s\n"
+		    "    miss: drop\n"
+		    "    entries:\n",
+		    ct_size, snat, p->backends * 2, out_fwd);
+		for (uint32_t k = 0; k < p->backends && !rc; k++)
+			rc |= sb_printf(&b,
+					"      - {match: {meta.reg0: %u}, "
+					"values: ['02:00:00:01:%02x:%02x']}\n",
+					k + 1, (k + 1) >> 8, (k + 1) & 255);
+	} else {
+		rc |= sb_printf(&b,
+				"  - name: conn\n"
+				"    type: ct\n"
+				"    size: %u\n"
+				"    ct: {user_reg: meta.reg0}\n"
+				"    fwd: {pipe: dnat}\n"
+				"    miss: drop\n"
+				"  - name: dnat\n"
+				"    type: basic\n"
+				"    size: %u\n"
+				"    match: [meta.reg0]\n"
+				"    actions:\n"
+				"      - [{nat_dst_ip: per-entry}]\n"
+				"    monitor: {counter: true}\n"
+				"    fwd: %s\n"
+				"    miss: drop\n"
+				"    entries:\n",
+				ct_size, p->backends * 2, out_fwd);
+		for (uint32_t k = 0; k < p->backends && !rc; k++) {
+			ip4_str(L4LB_BACKEND_NET + k + 1, be);
+			rc |= sb_printf(&b,
+					"      - {match: {meta.reg0: %u}, "
+					"values: [%s]}\n",
+					k + 1, be);
+		}
 	}
 	free(table);
 	if (!rc)

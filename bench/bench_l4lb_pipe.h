@@ -9,6 +9,12 @@
  *   backend + 1) -> conn (ct, user_reg reg0: an established flow gets the
  *   backend its first packet chose) -> dnat (basic on reg0: nat_dst_ip,
  *   counter) -> OUT_FWD
+ *
+ * With full_nat (the app's NAT mode in pipes): conn keeps reg0 in the
+ * connection (save), takes its destination from the backends table
+ * (basic on reg0, not visited: nat_dst_ip, nat_dst_port 8080) and its
+ * source from a pool (198.51.100.1, ports 1024-65535), and translates
+ * the packets itself; dnat then only sets the backend's MAC and counts.
  */
 #ifndef DPFLOW_BENCH_L4LB_PIPE_H
 #define DPFLOW_BENCH_L4LB_PIPE_H
@@ -29,7 +35,13 @@ struct l4lb_params {
 	uint32_t maglev;   /* Maglev table size: a prime */
 	uint64_t seed;
 	uint32_t burst; /* packets a burst, 1..L4LB_BURST_MAX */
+	/* the pipes do the app's full NAT through the ct pipe's values
+	 * (DNAT from a backends table, SNAT from a pool), else DNAT only */
+	uint8_t full_nat;
 };
+
+#define L4LB_SNAT	  0xc6336401u /* 198.51.100.1 */
+#define L4LB_BACKEND_PORT 8080u
 
 #define L4LB_BURST_MAX	64u
 #define L4LB_APP_BURST	64u /* the app variants' default */

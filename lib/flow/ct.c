@@ -380,11 +380,11 @@ static void prefetch_matches(struct dpflow_ct_image *ct, const uint64_t *ctrl,
  * into both callers, so that dpflow_ct_process_burst (no init blocks, no
  * value copies) carries no value code.
  */
-static DPFLOW_ALWAYS_INLINE uint16_t
-track_burst(struct dpflow_ct_image *ct, const struct dpflow_ct_pkt *pkts,
-	    uint16_t n, uint64_t now_ns, const uint32_t *user_new,
-	    const struct dpflow_ct_value *const *init,
-	    struct dpflow_ct_result *res, struct dpflow_ct_value *vals)
+static DPFLOW_ALWAYS_INLINE uint16_t track_burst(
+    struct dpflow_ct_image *ct, const struct dpflow_ct_pkt *pkts, uint16_t n,
+    uint64_t now_ns, const uint32_t *user_new,
+    const struct dpflow_ct_value *const *init, struct dpflow_ct_result *res,
+    struct dpflow_ct_value *vals, bool replies)
 {
 	struct dpflow_ct_key keys[CT_CHUNK];
 	struct dpflow_ct_loc loc[CT_CHUNK];
@@ -418,6 +418,9 @@ track_burst(struct dpflow_ct_image *ct, const struct dpflow_ct_pkt *pkts,
 			    user_new ? user_new[base + j] : 0,
 			    init ? init[base + j] : NULL, &res[base + j],
 			    vals ? &vals[base + j] : NULL);
+			if (replies)
+				dpflow_ct_reply_targets_impl(ct, &res[base + j],
+							     &vals[base + j]);
 		}
 	}
 	return n;
@@ -430,7 +433,18 @@ uint16_t dpflow_ct_track_burst(struct dpflow_ct_image *ct,
 			       struct dpflow_ct_result *res,
 			       struct dpflow_ct_value *vals)
 {
-	return track_burst(ct, pkts, n, now_ns, user_new, init, res, vals);
+	return track_burst(ct, pkts, n, now_ns, user_new, init, res, vals,
+			   false);
+}
+
+uint16_t dpflow_ct_track_burst_replies(
+    struct dpflow_ct_image *ct, const struct dpflow_ct_pkt *pkts, uint16_t n,
+    uint64_t now_ns, const uint32_t *user_new,
+    const struct dpflow_ct_value *const *init, struct dpflow_ct_result *res,
+    struct dpflow_ct_value *vals)
+{
+	return track_burst(ct, pkts, n, now_ns, user_new, init, res, vals,
+			   true);
 }
 
 uint16_t dpflow_ct_process_burst(struct dpflow_ct_image *ct,
@@ -438,7 +452,8 @@ uint16_t dpflow_ct_process_burst(struct dpflow_ct_image *ct,
 				 uint64_t now_ns, const uint32_t *user_new,
 				 struct dpflow_ct_result *res)
 {
-	return track_burst(ct, pkts, n, now_ns, user_new, NULL, res, NULL);
+	return track_burst(ct, pkts, n, now_ns, user_new, NULL, res, NULL,
+			   false);
 }
 
 /* ---- control thread ------------------------------------------------------ */

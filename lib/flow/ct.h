@@ -261,6 +261,18 @@ uint16_t dpflow_ct_track_burst(struct dpflow_ct_image *ct,
 			       struct dpflow_ct_result *res,
 			       struct dpflow_ct_value *vals);
 
+/*
+ * dpflow_ct_track_burst (@vals required) where each reply of a translated
+ * connection gets its rewrite targets in its copy at once
+ * (dpflow_ct_reply_targets_impl: before a later packet of the burst may
+ * free the connection). The CT pipes' call.
+ */
+uint16_t dpflow_ct_track_burst_replies(
+    struct dpflow_ct_image *ct, const struct dpflow_ct_pkt *pkts, uint16_t n,
+    uint64_t now_ns, const uint32_t *user_new,
+    const struct dpflow_ct_value *const *init, struct dpflow_ct_result *res,
+    struct dpflow_ct_value *vals);
+
 /* Out-of-line dpflow_ct_lookup_val_impl (read-only; @val may be NULL). */
 void dpflow_ct_lookup_val(struct dpflow_ct_image *ct,
 			  const struct dpflow_ct_pkt *pkt, uint64_t now_ns,

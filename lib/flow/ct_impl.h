@@ -1855,6 +1855,39 @@ DPF_HD static inline bool dpflow_ct_orig_impl(struct dpflow_ct_image *ct,
 	return true;
 }
 
+/* dpflow_ct_reply_targets_impl(): the translation could not be read
+ * (in dpflow_ct_value.reserved0 of the copy). */
+#define DPFLOW_CT_VAL_LOST 0x80
+
+/*
+ * Right after the tracker said @r with the connection's value copy @v:
+ * for a reply of a translated connection, put what the reply is
+ * rewritten to in @v (nat_src, nat_sport: its new destination, the
+ * initiator's source; nat_dst, nat_dport: its new source, the
+ * initiator's destination), read from the connection's key now, before
+ * a later packet may free the connection. When it already went (another
+ * thread freed it), @v is marked DPFLOW_CT_VAL_LOST.
+ */
+DPF_HD static inline void
+dpflow_ct_reply_targets_impl(struct dpflow_ct_image *ct,
+			     const struct dpflow_ct_result *r,
+			     struct dpflow_ct_value *v)
+{
+	struct dpflow_ct_pkt orig;
+
+	if (r->conn == DPFLOW_TABLE_MISS || r->dir != DPFLOW_CT_DIR_REPLY ||
+	    !(v->flags & (DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_DNAT)))
+		return;
+	if (!dpflow_ct_orig_impl(ct, r->conn, &orig)) {
+		v->reserved0 = DPFLOW_CT_VAL_LOST;
+		return;
+	}
+	memcpy(v->nat_src, orig.src, 16);
+	v->nat_sport = orig.sport;
+	memcpy(v->nat_dst, orig.dst, 16);
+	v->nat_dport = orig.dport;
+}
+
 /* dpflow_ct_lookup_val_impl without the value block. */
 DPF_HD static inline void dpflow_ct_lookup_impl(struct dpflow_ct_image *ct,
 						const struct dpflow_ct_pkt *p,

@@ -394,27 +394,31 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 		}
 		tracked[n++] = idx;
 	}
-	for (uint16_t i = 0; i < n; i++) {
-		if (p->ct_lookup_only && p->ct_values)
-			dpflow_ct_lookup_val(ct, &s->ct_pkts[i], s->now_ns,
-					     &s->ct_res[i], &s->ct_vals[i]);
-		else if (p->ct_lookup_only)
-			dpflow_ct_lookup(ct, &s->ct_pkts[i], s->now_ns,
-					 &s->ct_res[i]);
-		else if (p->ct_values)
-			dpflow_ct_track(
-			    ct, &s->ct_pkts[i], s->now_ns, s->ct_user[i],
-			    walk_ct_init(
-				p, &dt, dpflow_pool_meta(ctx->pool, tracked[i]),
-				&s->ct_pkts[i], &s->ct_init[i]),
-			    &s->ct_res[i], &s->ct_vals[i]);
-		else
-			dpflow_ct_process(ct, &s->ct_pkts[i], s->now_ns,
-					  s->ct_user[i], &s->ct_res[i]);
-		/* a reply's translation, before a later packet of the burst
-		 * may free its connection */
-		if (p->ct_values)
-			walk_ct_resolve(ct, &s->ct_res[i], &s->ct_vals[i]);
+	/* the burst's packets in order, their buckets prefetched first;
+	 * a reply's translation is read as soon as it is tracked, before a
+	 * later packet of the burst may free its connection */
+	if (p->ct_lookup_only) {
+		for (uint16_t i = 0; i < n; i++) {
+			dpflow_ct_lookup_val(
+			    ct, &s->ct_pkts[i], s->now_ns, &s->ct_res[i],
+			    p->ct_values ? &s->ct_vals[i] : NULL);
+			if (p->ct_values)
+				walk_ct_resolve(ct, &s->ct_res[i],
+						&s->ct_vals[i]);
+		}
+	} else if (p->ct_values) {
+		const struct dpflow_ct_value *init[DPFLOW_BURST_MAX];
+
+		for (uint16_t i = 0; i < n; i++)
+			init[i] = walk_ct_init(
+			    p, &dt, dpflow_pool_meta(ctx->pool, tracked[i]),
+			    &s->ct_pkts[i], &s->ct_init[i]);
+		dpflow_ct_track_burst_replies(ct, s->ct_pkts, n, s->now_ns,
+					      s->ct_user, init, s->ct_res,
+					      s->ct_vals);
+	} else if (n) {
+		dpflow_ct_process_burst(ct, s->ct_pkts, n, s->now_ns,
+					s->ct_user, s->ct_res);
 	}
 	for (uint16_t i = 0; i < n; i++) {
 		uint32_t idx = tracked[i];

@@ -409,35 +409,15 @@ walk_ct_rewrite(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned end,
 	return r;
 }
 
-/* walk_ct_resolve(): a reply's translation could not be read. */
-#define WALK_CT_VAL_LOST 0x80
-
 /*
- * Right after the tracker said @r with the connection's value @v: for a
- * reply of a translated connection, put what the reply is rewritten to
- * in @v (nat_src, nat_sport: its new destination, the initiator's source;
- * nat_dst, nat_dport: its new source, the initiator's destination), read
- * from the connection's key now, before a later packet of the burst may
- * free the connection. When the connection already went (another thread
- * freed it), @v is marked WALK_CT_VAL_LOST.
+ * Right after the tracker said @r with the connection's value @v: a
+ * reply's translation (dpflow_ct_reply_targets_impl()).
  */
 DPF_HD static inline void walk_ct_resolve(struct dpflow_ct_image *ct,
 					  const struct dpflow_ct_result *r,
 					  struct dpflow_ct_value *v)
 {
-	struct dpflow_ct_pkt orig;
-
-	if (r->conn == DPFLOW_TABLE_MISS || r->dir != DPFLOW_CT_DIR_REPLY ||
-	    !(v->flags & (DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_DNAT)))
-		return;
-	if (!dpflow_ct_orig_impl(ct, r->conn, &orig)) {
-		v->reserved0 = WALK_CT_VAL_LOST;
-		return;
-	}
-	memcpy(v->nat_src, orig.src, 16);
-	v->nat_sport = orig.sport;
-	memcpy(v->nat_dst, orig.dst, 16);
-	v->nat_dport = orig.dport;
+	dpflow_ct_reply_targets_impl(ct, r, v);
 }
 
 /*
@@ -466,7 +446,7 @@ DPF_HD static inline unsigned walk_ct_values(const struct dpflow_plan_pipe *p,
 			m->reg[i] = v->reg[i];
 	if (!(v->flags & (DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_DNAT)))
 		return 0;
-	if (v->reserved0 == WALK_CT_VAL_LOST)
+	if (v->reserved0 == DPFLOW_CT_VAL_LOST)
 		return DPFLOW_DROP_FLOW_CT_NAT_LOST;
 	if (v->flags & DPFLOW_CT_VAL_SNAT)
 		rc = walk_ct_rewrite(m, buf,
