@@ -356,20 +356,23 @@ void dpflow_ct_lookup_val(struct dpflow_ct_image *ct,
 #define CT_CHUNK 32
 
 /* Prefetch the slot lines of bucket @b whose signature is @sig (with
- * @val their value blocks too). */
-static void prefetch_matches(struct dpflow_ct_image *ct, const uint64_t *ctrl,
+ * @val their value blocks too). Whether there was one. */
+static bool prefetch_matches(struct dpflow_ct_image *ct, const uint64_t *ctrl,
 			     uint32_t b, uint64_t sig, bool val)
 {
 	const struct dpflow_ct_slot *slots = dpflow_ct_slots(ct);
 	uint32_t base = b * DPFLOW_CT_SLOTS;
+	uint32_t m = dpflow_ct_match(ctrl, base, sig);
+	bool any = m != 0;
 
-	for (uint32_t m = dpflow_ct_match(ctrl, base, sig); m; m &= m - 1) {
+	for (; m; m &= m - 1) {
 		uint32_t i = base + dpflow_ct_ctz(m);
 
 		DPFLOW_PREFETCH(&slots[i]);
 		if (val)
 			DPFLOW_PREFETCH(&dpflow_ct_vals(ct)[i]);
 	}
+	return any;
 }
 
 /*
@@ -403,12 +406,14 @@ static DPFLOW_ALWAYS_INLINE uint16_t track_burst(
 			DPFLOW_PREFETCH(&ctrl[loc[j].b1 * DPFLOW_CT_SLOTS]);
 			DPFLOW_PREFETCH(&ctrl[loc[j].b2 * DPFLOW_CT_SLOTS]);
 		}
-		for (uint16_t j = 0; j < m; j++) {
-			prefetch_matches(ct, ctrl, loc[j].b1, loc[j].sig,
-					 vals != NULL);
-			prefetch_matches(ct, ctrl, loc[j].b2, loc[j].sig,
-					 vals != NULL);
-		}
+		/* a connection sits in its other bucket only when its own
+		 * was full: that one's matches only when the first has none
+		 * (a lookup reads it then) */
+		for (uint16_t j = 0; j < m; j++)
+			if (!prefetch_matches(ct, ctrl, loc[j].b1, loc[j].sig,
+					      vals != NULL))
+				prefetch_matches(ct, ctrl, loc[j].b2,
+						 loc[j].sig, vals != NULL);
 		for (uint16_t j = 0; j < m; j++) {
 			const struct dpflow_ct_pkt *p = &pkts[base + j];
 
