@@ -344,6 +344,11 @@ struct dpflow_ct_cfg {
 	 * one is tracked as ever). NULL: no destination NAT. */
 	struct dpflow_pipe *dnat_pipe;
 	uint8_t dnat_reg;
+	/* @opens: only a packet whose meta.reg<open_reg> is not zero may
+	 * open a connection; the others are tracked against existing ones
+	 * only (a gateway's outside) */
+	bool opens;
+	uint8_t open_reg;
 };
 
 /* dpflow_ct_cfg.timeout_ms: the state's connections never expire. */

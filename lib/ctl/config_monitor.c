@@ -330,10 +330,10 @@ static int parse_snat(struct loader *L, const struct ynode *x,
 int cfg_parse_ct(struct loader *L, const struct ynode *x,
 		 struct dpflow_ct_cfg *ct)
 {
-	static const char *const keys[] = {
-	    "inner",   "lookup_only", "tcp_strict", "evict",
-	    "replace", "user_reg",    "save",	    "snat",
-	    "dnat",    "timeouts_ms", NULL};
+	static const char *const keys[] = {"inner", "lookup_only", "tcp_strict",
+					   "evict", "replace",	   "user_reg",
+					   "save",  "snat",	   "dnat",
+					   "opens", "timeouts_ms", NULL};
 	static const char *const flags[] = {"inner", "lookup_only",
 					    "tcp_strict", "evict", "replace"};
 	bool *const flag_at[] = {&ct->inner, &ct->lookup_only, &ct->tcp_strict,
@@ -369,6 +369,13 @@ int cfg_parse_ct(struct loader *L, const struct ynode *x,
 					    "meta.reg%u is there already", r);
 			ct->save_regs |= (uint8_t)(1u << r);
 		}
+	}
+	if (y_get(&L->d, x, "opens", &v)) {
+		CHECK(parse_reg(L, &v, &ct->open_reg));
+		ct->opens = true;
+		if (ct->lookup_only)
+			return yerr(&L->d, &v, EINVAL,
+				    "a lookup_only pipe opens no connections");
 	}
 	if (y_get(&L->d, x, "dnat", &v)) {
 		static const char *const dkeys[] = {"pipe", "reg", NULL};

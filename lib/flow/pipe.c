@@ -722,6 +722,11 @@ static int check_ct(const struct dpflow_pipe_cfg *cfg, struct dpflow_error *err)
 					cfg->name);
 	if (c->dnat_pipe && check_ct_dnat(cfg, err))
 		return -EINVAL;
+	if (c->opens && (c->open_reg >= DPFLOW_META_REGS || c->lookup_only))
+		return dpflow_error_set(err, EINVAL, "ct.opens",
+					"pipe '%s': opens names meta.reg0..3, "
+					"and not with lookup_only",
+					cfg->name);
 	if (!c->snat.n_addrs)
 		return 0;
 	if (c->snat.n_addrs > DPFLOW_CT_SNAT_ADDRS_MAX)

@@ -138,7 +138,9 @@ int dpflow_plan_pipe_build(struct dpflow_ctx *ctx, const struct dpflow_pipe *p,
 		out->ct_dnat_pipe = (uint8_t)c->ct.dnat_pipe->id;
 		out->ct_dnat_reg = c->ct.dnat_reg & 3;
 	}
-	out->ct_values = out->ct_save_regs || out->ct_dnat ||
+	if (c->ct.opens)
+		out->ct_open = (uint8_t)(1 + (c->ct.open_reg & 3));
+	out->ct_values = out->ct_save_regs || out->ct_dnat || out->ct_open ||
 			 out->ct_pool[0] != DPFLOW_CT_POOL_NONE ||
 			 out->ct_pool[1] != DPFLOW_CT_POOL_NONE;
 	out->yellow_set = c->color_fwd.yellow_set;

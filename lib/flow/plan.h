@@ -104,7 +104,10 @@ struct dpflow_plan_pipe {
 	uint8_t ct_dnat;
 	uint8_t ct_dnat_pipe;
 	uint8_t ct_dnat_reg;
-	uint8_t reserved2[5];
+	/* CT: 0, any packet may open a connection; else 1 + the register
+	 * that must not be zero */
+	uint8_t ct_open;
+	uint8_t reserved2[4];
 };
 
 struct dpflow_pipe;

@@ -386,6 +386,8 @@ walk_ct_init(const struct dpflow_plan_pipe *p,
 		init->flags |= DPFLOW_CT_VAL_SNAT | DPFLOW_CT_VAL_POOL;
 		init->pool = (uint8_t)pool;
 	}
+	if (p->ct_open && !m->reg[(p->ct_open - 1) & 3])
+		init->flags |= DPFLOW_CT_VAL_NO_OPEN;
 	init->nat_dport = cp->dport; /* no nat_dst_port action: kept */
 	if (p->ct_dnat &&
 	    (!dt->pipe ||

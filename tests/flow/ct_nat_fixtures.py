@@ -439,6 +439,57 @@ def full_nat_trace(dpflow, tmp):
 
 
 
+@case
+def opens_register(dpflow, tmp):
+    """ct.opens: packets from the inside (register set) open connections
+    and their replies are tracked; a packet from outside to a pool address
+    opens nothing, binds nothing and is dropped"""
+    config = """pipes:
+  - name: mark
+    type: lpm
+    root: in
+    match: [outer.ipv4.src]
+    actions:
+      - [{set: {field: meta.reg1, value: 1}}]
+    fwd: {pipe: nat}
+    miss: {pipe: nat}
+    entries:
+      - {match: {outer.ipv4.src: 10.0.0.0/8}}
+  - name: nat
+    type: ct
+    size: 64
+    ct:
+      snat: {addrs: [198.51.100.1], ports: [20000, 20000]}
+      opens: meta.reg1
+    fwd: {pipe: side}
+    miss: drop
+  - name: side
+    type: acl
+    match: [meta.ct_flags]
+    fwd: per-entry
+    miss: drop
+    entries:
+      - {match: {meta.ct_flags: 0x02/0x02}, priority: 1, fwd: {port: back}}
+      - {match: {meta.ct_flags: 0/0}, priority: 2, fwd: {port: out}}
+"""
+    probe = tcp(S2, P1, "S")       # from outside to the binding: nothing
+    syn, synack = tcp(C1, S1, "S"), tcp(S1, P1, "SA")
+    rc, out, got = run(dpflow, config, [probe, syn, synack], tmp)
+    if rc:
+        return ["exit %d: %s" % (rc, out[-800:])]
+    # the probe opened nothing, so the one binding is free for C1
+    problems = same(got["out"], [translated(syn, src=P1)], "out")
+    problems += same(got["back"], [translated(synack, dst=C1)], "back")
+    if drops(out) != {"flow_miss_drop": 1}:
+        problems.append("drops %s, expected flow_miss_drop 1" % drops(out))
+    m = re.search(r"(\d+) live\s+(\d+) created", out)
+    if not m or m.group(2) != "1":
+        problems.append("connections created: %s, expected 1" %
+                        (m.group(2) if m else "?"))
+    return problems
+
+
+
 ERRORS = [
     ("{snat: {addrs: [198.51.100.1]}, inner: true}",
      "not with 'inner'"),
@@ -459,6 +510,9 @@ ERRORS = [
     ("{dnat: {pipe: side}}", "'reg' is missing"),
     ("{dnat: {pipe: side, reg: meta.reg0}, lookup_only: true}",
      "not with 'lookup_only'"),
+    ("{lookup_only: true, opens: meta.reg1}",
+     "a lookup_only pipe opens no connections"),
+    ("{opens: meta.reg7}", "meta.reg7"),
 ]
 
 
