@@ -126,11 +126,17 @@ static void pipe_cfg(const struct natgw *gw, unsigned which,
 	case P_CONN:
 		pc->type = DPFLOW_PIPE_CT;
 		pc->size = c->connections;
-		/* only a SYN opens a TCP connection: a mid-stream packet from
-		 * outside must not open an established one (5 days) */
+		/* only a SYN opens a TCP connection: an inside mid-stream
+		 * packet (its connection expired) must not open an
+		 * established one (5 days) */
 		pc->ct.tcp_strict = true;
 		pc->ct.replace = true;
 		pc->ct.save_regs = 1u << NATGW_MARK_REG;
+		/* only the inside opens: a packet from outside is tracked
+		 * against the connections there are, and one of none takes
+		 * the miss (no_connection) with no slot or binding taken */
+		pc->ct.opens = true;
+		pc->ct.open_reg = NATGW_MARK_REG;
 		pc->ct.snat.n_addrs = (uint8_t)c->n_addrs;
 		for (unsigned i = 0; i < c->n_addrs; i++) {
 			pc->ct.snat.family[i] = 4;

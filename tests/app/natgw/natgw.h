@@ -12,17 +12,22 @@
  *   outside port -> natgw_outside  (basic on outer.ipv4.dst: the pool
  *                                   addresses; miss: drop)
  *   both         -> natgw_conn     (ct: snat from the pool, save meta.reg1,
- *                                   tcp_strict, replace; miss: drop)
+ *                                   opens meta.reg1, tcp_strict, replace;
+ *                                   miss: drop)
  *                -> natgw_fwd      (basic on meta.port and the reply bit of
  *                                   meta.ct_flags, meta.reg1 == 1:
  *                                   inside and not a reply -> outside port,
  *                                   outside and a reply -> inside port;
  *                                   miss: drop)
  *
- * A connection keeps meta.reg1 as its opening packet carried it, so every
- * packet of a connection the inside opened (replies included) reaches
- * natgw_fwd with meta.reg1 == 1, and every packet of one the outside
- * opened with 0, which natgw_fwd drops.
+ * Only a packet with meta.reg1 set opens a connection (ct opens), so only
+ * the inside opens them: a packet from outside is tracked against the
+ * connections there are, and one that belongs to none takes natgw_conn's
+ * miss, with no slot or binding taken. A connection keeps meta.reg1 as
+ * its opening packet carried it (1), so every packet of it, replies
+ * included, reaches natgw_fwd marked; natgw_fwd's check of the mark is a
+ * second guard, and its port and reply bit drop a packet of a connection
+ * that comes the wrong way.
  *
  * Counters come from the pipes' own statistics and entry counters: the
  * app keeps none on the data path.
@@ -53,16 +58,18 @@
  * of one of its pipes, except OTHER (a rewrite failed: dpflow's own drop
  * reasons say which).
  */
-#define NATGW_FOREACH_DROP(_)                                             \
-	_(NOT_INSIDE, "not_inside",                                       \
-	  "from the inside port, its source in no inside prefix")         \
-	_(NOT_TO_POOL, "not_to_pool",                                     \
-	  "from the outside port, to no pool address")                    \
-	_(NO_CONNECTION, "no_connection",                                 \
-	  "no connection: not trackable, invalid, table full or no free " \
-	  "binding")                                                      \
-	_(NOT_FROM_INSIDE, "not_from_inside",                             \
-	  "of a connection the outside opened, or the wrong way")         \
+#define NATGW_FOREACH_DROP(_)                                           \
+	_(NOT_INSIDE, "not_inside",                                     \
+	  "from the inside port, its source in no inside prefix")       \
+	_(NOT_TO_POOL, "not_to_pool",                                   \
+	  "from the outside port, to no pool address")                  \
+	_(NO_CONNECTION, "no_connection",                               \
+	  "no connection: from outside and of none (only the inside "   \
+	  "opens), not trackable, invalid, table full or no free "      \
+	  "binding")                                                    \
+	_(NOT_FROM_INSIDE, "not_from_inside",                           \
+	  "of a connection, the wrong way: a reply in from the inside " \
+	  "port or the opening direction in from the outside port")     \
 	_(OTHER, "other", "dropped while rewritten (dpflow's drop reasons)")
 
 enum natgw_drop {

@@ -11,7 +11,8 @@
  *   tables   packet sequences, each step {description, port in, frame,
  *            port out or none, expected frame}: a TCP round trip, a UDP
  *            one (and its connection expired by aging), what the gateway
- *            drops, the pool running out; a full table replacing
+ *            drops, the pool running out, an outside probe that takes
+ *            no binding (only the inside opens); a full table replacing
  *   config   bad sections refused with "natgw.yaml:LINE: apps.natgw.KEY:
  *            message"; a pipe the engine refuses reported at the section
  *   ops      the exit report, the Prometheus families, the natgw.stats
@@ -452,26 +453,25 @@ Test(natgw, udp_round_trip)
 	gw_open(&g, "[198.51.100.1]", "[5300, 5300]");
 	run_steps(&g, steps, DPFLOW_ARRAY_SIZE(steps), 5300, 5300);
 	r = report(&g);
-	/* the stray answer opened a connection of its own (the ct pipe
-	 * opens one for what it can track: README.md, "Limits") that
-	 * natgw_fwd then refused */
-	cr_expect_str_eq(r, "natgw connections: live 2, created 2, expired 0, "
+	/* the stray answer belongs to no connection and, from outside,
+	 * opens none */
+	cr_expect_str_eq(r, "natgw connections: live 1, created 1, expired 0, "
 			    "replaced 0, nat_exhausted 0\n"
 			    "natgw packets: out 1, in 1, dropped 1 "
-			    "(not_inside 0, not_to_pool 0, no_connection 0, "
-			    "not_from_inside 1, other 0)\n");
+			    "(not_inside 0, not_to_pool 0, no_connection 1, "
+			    "not_from_inside 0, other 0)\n");
 	free(r);
-	/* an hour later (as `dpflow run` ages every ct pipe) both are gone,
-	 * and the answer no longer finds its connection */
+	/* an hour later (as `dpflow run` ages every ct pipe) the connection
+	 * is gone, and the answer finds none (and opens none) */
 	dpflow_pipe_age(dpflow_pipe_find(g.ctx, "natgw_conn"),
 			dpflow_clock_ns() + 3600000000000ull, 0, NULL, NULL);
 	run_steps(&g, &late, 1, 5300, 5300);
 	r = report(&g);
-	cr_expect_str_eq(r, "natgw connections: live 1, created 3, expired 2, "
+	cr_expect_str_eq(r, "natgw connections: live 0, created 1, expired 1, "
 			    "replaced 0, nat_exhausted 0\n"
 			    "natgw packets: out 1, in 1, dropped 2 "
-			    "(not_inside 0, not_to_pool 0, no_connection 0, "
-			    "not_from_inside 2, other 0)\n");
+			    "(not_inside 0, not_to_pool 0, no_connection 2, "
+			    "not_from_inside 0, other 0)\n");
 	free(r);
 	gw_close(&g);
 }
@@ -502,8 +502,22 @@ Test(natgw, full_table_replaces)
 	gw_close(&g);
 }
 
-/* What the gateway drops, each under its reason, each reason a different
- * number of times (so that counters mixed up show). */
+/* An inside address reached through the gateway (a host sent there by
+ * its default route): its answers come back in on the inside port. */
+static const uint32_t HAIRPIN = IP(10, 9, 9, 9);
+
+/* The connection drop_steps' wrong-way packets belong to, with a pool of
+ * the one binding 198.51.100.1:7000. */
+static const struct step hairpin_open = {
+    "inside host to an inside address, through the gateway",
+    LAN,
+    {IN_HOST, HAIRPIN, 2000, 80, UDP, 0, 5},
+    WAN,
+    {POOL1, HAIRPIN, 7000, 80, UDP, 0, 5}};
+
+/* What the gateway drops, hairpin_open done, each under its reason, each
+ * reason a different number of times (so that counters mixed up show):
+ * not_inside 1, not_to_pool 2, not_from_inside 3, no_connection 5. */
 static const struct step drop_steps[] = {
     {"inside source in no inside prefix: not_inside",
      LAN,
@@ -518,6 +532,22 @@ static const struct step drop_steps[] = {
     {"outside, straight to an inside host: not_to_pool",
      WAN,
      {REMOTE, IN_HOST, 80, 33000, TCP, SYN, 0},
+     NONE,
+     {0}},
+    {"the inside address's answer, in on the inside port: "
+     "not_from_inside",
+     LAN,
+     {HAIRPIN, POOL1, 80, 7000, UDP, 0, 6},
+     NONE,
+     {0}},
+    {"and again: not_from_inside",
+     LAN,
+     {HAIRPIN, POOL1, 80, 7000, UDP, 0, 7},
+     NONE,
+     {0}},
+    {"and again: not_from_inside",
+     LAN,
+     {HAIRPIN, POOL1, 80, 7000, UDP, 0, 8},
      NONE,
      {0}},
     {"outside ACK to the pool, no connection: no_connection",
@@ -535,22 +565,12 @@ static const struct step drop_steps[] = {
      {IP(203, 0, 113, 9), POOL1, 80, 40002, TCP, SYN | ACK, 0},
      NONE,
      {0}},
-    {"outside-initiated SYN to the pool: not_from_inside",
+    {"outside-initiated SYN to the pool, opens none: no_connection",
      WAN,
      {IP(203, 0, 113, 66), POOL1, 4444, 40000, TCP, SYN, 0},
      NONE,
      {0}},
-    {"and again: not_from_inside",
-     WAN,
-     {IP(203, 0, 113, 66), POOL1, 4444, 40000, TCP, SYN, 0},
-     NONE,
-     {0}},
-    {"outside-initiated UDP to the pool: not_from_inside",
-     WAN,
-     {IP(203, 0, 113, 66), POOL1, 53, 40000, UDP, 0, 20},
-     NONE,
-     {0}},
-    {"and again: not_from_inside",
+    {"outside-initiated UDP to the pool, opens none: no_connection",
      WAN,
      {IP(203, 0, 113, 66), POOL1, 53, 40000, UDP, 0, 20},
      NONE,
@@ -562,16 +582,73 @@ Test(natgw, drops)
 	struct gw g;
 	char *r;
 
-	gw_open(&g, "[198.51.100.1]", "[40000, 40099]");
-	run_steps(&g, drop_steps, DPFLOW_ARRAY_SIZE(drop_steps), 40000, 40099);
+	gw_open(&g, "[198.51.100.1]", "[7000, 7000]");
+	run_steps(&g, &hairpin_open, 1, 7000, 7000);
+	run_steps(&g, drop_steps, DPFLOW_ARRAY_SIZE(drop_steps), 7000, 7000);
 	r = report(&g);
-	/* the outside-initiated TCP and UDP flows opened a connection each
-	 * (README.md, "Limits") */
+	/* the outside-initiated packets opened nothing: the one connection
+	 * is hairpin_open's */
+	cr_expect_str_eq(r, "natgw connections: live 1, created 1, expired 0, "
+			    "replaced 0, nat_exhausted 0\n"
+			    "natgw packets: out 1, in 0, dropped 11 "
+			    "(not_inside 1, not_to_pool 2, no_connection 5, "
+			    "not_from_inside 3, other 0)\n");
+	free(r);
+	gw_close(&g);
+}
+
+/* Only the inside opens connections: outside packets to the pool's one
+ * binding open none and take nothing (no_connection), so an inside flow
+ * to their sender afterwards still gets the binding, and the packet
+ * dropped as a probe is then an answer. (Were a probe to open a
+ * connection, that connection's key would be the reply tuple the inside
+ * flow needs, and the flow would be refused: nat_exhausted.) */
+Test(natgw, outside_probe_takes_no_binding)
+{
+	const uint32_t R = IP(203, 0, 113, 66);
+	const struct step steps[] = {
+	    {"R's SYN to the one binding: no connection, opens none",
+	     WAN,
+	     {R, POOL1, 4444, 5000, TCP, SYN, 0},
+	     NONE,
+	     {0}},
+	    {"R's UDP to the one binding: no connection, opens none",
+	     WAN,
+	     {R, POOL1, 4444, 5000, UDP, 0, 8},
+	     NONE,
+	     {0}},
+	    {"an inside SYN to R:4444 still gets the binding",
+	     LAN,
+	     {IN_HOST, R, 1000, 4444, TCP, SYN, 0},
+	     WAN,
+	     {POOL1, R, 5000, 4444, TCP, SYN, 0}},
+	    {"R's SYN-ACK from that port reaches the inside host",
+	     WAN,
+	     {R, POOL1, 4444, 5000, TCP, SYN | ACK, 0},
+	     LAN,
+	     {R, IN_HOST, 4444, 1000, TCP, SYN | ACK, 0}},
+	    {"an inside UDP flow to R:4444 gets the binding too",
+	     LAN,
+	     {IN_HOST, R, 1000, 4444, UDP, 0, 8},
+	     WAN,
+	     {POOL1, R, 5000, 4444, UDP, 0, 8}},
+	    {"R's UDP packet, dropped as a probe, now an answer",
+	     WAN,
+	     {R, POOL1, 4444, 5000, UDP, 0, 8},
+	     LAN,
+	     {R, IN_HOST, 4444, 1000, UDP, 0, 8}},
+	};
+	struct gw g;
+	char *r;
+
+	gw_open(&g, "[198.51.100.1]", "[5000, 5000]");
+	run_steps(&g, steps, DPFLOW_ARRAY_SIZE(steps), 5000, 5000);
+	r = report(&g);
 	cr_expect_str_eq(r, "natgw connections: live 2, created 2, expired 0, "
 			    "replaced 0, nat_exhausted 0\n"
-			    "natgw packets: out 0, in 0, dropped 10 "
-			    "(not_inside 1, not_to_pool 2, no_connection 3, "
-			    "not_from_inside 4, other 0)\n");
+			    "natgw packets: out 2, in 2, dropped 2 "
+			    "(not_inside 0, not_to_pool 0, no_connection 2, "
+			    "not_from_inside 0, other 0)\n");
 	free(r);
 	gw_close(&g);
 }
@@ -868,9 +945,9 @@ static int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return DPFLOW_APP_EXIT_USAGE;
 }
 
-/* Traffic whose every counter differs: 3 packets out, 2 in, 10 dropped
- * (1 not_inside, 2 not_to_pool, 3 no_connection, 4 not_from_inside);
- * 3 connections, 2 of them opened from outside. */
+/* Traffic whose every drop reason differs: 3 packets out, 2 in, 11
+ * dropped (1 not_inside, 2 not_to_pool, 5 no_connection, 3
+ * not_from_inside); 2 connections, the outside having opened none. */
 static void mixed_traffic(struct gw *g)
 {
 	const struct step steps[] = {
@@ -894,15 +971,12 @@ static void mixed_traffic(struct gw *g)
 	     {REMOTE, POOL1, 80, 7000, UDP, 0, 9},
 	     LAN,
 	     {REMOTE, IN_HOST, 80, 1000, UDP, 0, 9}},
-	    {"out 3",
-	     LAN,
-	     {IN_HOST, REMOTE, 1000, 80, UDP, 0, 1},
-	     WAN,
-	     {POOL1, REMOTE, 7000, 80, UDP, 0, 1}},
 	};
 
 	gw_open(g, "[198.51.100.1]", "[7000, 7000]");
 	run_steps(g, steps, DPFLOW_ARRAY_SIZE(steps), 7000, 7000);
+	/* out 3, the second connection */
+	run_steps(g, &hairpin_open, 1, 7000, 7000);
 	run_steps(g, drop_steps, DPFLOW_ARRAY_SIZE(drop_steps), 7000, 7000);
 }
 
@@ -910,9 +984,9 @@ Test(natgw, report_metrics_and_stats_agree)
 {
 	static const char *const lines[] = {
 	    "# TYPE dpflow_natgw_connections gauge",
-	    "dpflow_natgw_connections 3",
+	    "dpflow_natgw_connections 2",
 	    "# TYPE dpflow_natgw_connection_events_total counter",
-	    "dpflow_natgw_connection_events_total{event=\"created\"} 3",
+	    "dpflow_natgw_connection_events_total{event=\"created\"} 2",
 	    "dpflow_natgw_connection_events_total{event=\"expired\"} 0",
 	    "dpflow_natgw_connection_events_total{event=\"replaced\"} 0",
 	    "dpflow_natgw_connection_events_total{event=\"nat_exhausted\"} 0",
@@ -922,8 +996,8 @@ Test(natgw, report_metrics_and_stats_agree)
 	    "# TYPE dpflow_natgw_dropped_total counter",
 	    "dpflow_natgw_dropped_total{reason=\"not_inside\"} 1",
 	    "dpflow_natgw_dropped_total{reason=\"not_to_pool\"} 2",
-	    "dpflow_natgw_dropped_total{reason=\"no_connection\"} 3",
-	    "dpflow_natgw_dropped_total{reason=\"not_from_inside\"} 4",
+	    "dpflow_natgw_dropped_total{reason=\"no_connection\"} 5",
+	    "dpflow_natgw_dropped_total{reason=\"not_from_inside\"} 3",
 	    "dpflow_natgw_dropped_total{reason=\"other\"} 0",
 	};
 	struct gw g;
@@ -934,11 +1008,11 @@ Test(natgw, report_metrics_and_stats_agree)
 
 	mixed_traffic(&g);
 	r = report(&g);
-	cr_expect_str_eq(r, "natgw connections: live 3, created 3, expired 0, "
+	cr_expect_str_eq(r, "natgw connections: live 2, created 2, expired 0, "
 			    "replaced 0, nat_exhausted 0\n"
-			    "natgw packets: out 3, in 2, dropped 10 "
-			    "(not_inside 1, not_to_pool 2, no_connection 3, "
-			    "not_from_inside 4, other 0)\n");
+			    "natgw packets: out 3, in 2, dropped 11 "
+			    "(not_inside 1, not_to_pool 2, no_connection 5, "
+			    "not_from_inside 3, other 0)\n");
 	free(r);
 
 	f = open_memstream(&m, &len);
@@ -958,12 +1032,12 @@ Test(natgw, report_metrics_and_stats_agree)
 
 	reply = dpflow_apps_request(g.apps, "natgw.stats", req, strlen(req));
 	cr_assert_not_null(reply);
-	cr_expect_str_eq(reply, "{\"ok\":true,\"connections\":{\"live\":3,"
-				"\"created\":3,\"expired\":0,\"replaced\":0,"
+	cr_expect_str_eq(reply, "{\"ok\":true,\"connections\":{\"live\":2,"
+				"\"created\":2,\"expired\":0,\"replaced\":0,"
 				"\"nat_exhausted\":0},\"packets\":{\"out\":3,"
-				"\"in\":2,\"dropped\":10},\"dropped_by\":{"
+				"\"in\":2,\"dropped\":11},\"dropped_by\":{"
 				"\"not_inside\":1,\"not_to_pool\":2,"
-				"\"no_connection\":3,\"not_from_inside\":4,"
+				"\"no_connection\":5,\"not_from_inside\":3,"
 				"\"other\":0},\"id\":7}");
 	free(reply);
 	reply = dpflow_apps_request(g.apps, "natgw.flush", req, strlen(req));
@@ -997,16 +1071,16 @@ Test(natgw, dpflowctl_stats, .init = cr_redirect_stdout)
 		     DPFLOW_APP_EXIT_USAGE);
 	fflush(stdout);
 	cr_expect_stdout_eq_str(
-	    "connections: live 3, created 3, expired 0, replaced 0, "
+	    "connections: live 2, created 2, expired 0, replaced 0, "
 	    "nat_exhausted 0\n"
-	    "packets: out 3, in 2, dropped 10\n"
-	    "dropped: not_inside 1, not_to_pool 2, no_connection 3, "
-	    "not_from_inside 4, other 0\n"
-	    "{\"ok\":true,\"connections\":{\"live\":3,\"created\":3,"
+	    "packets: out 3, in 2, dropped 11\n"
+	    "dropped: not_inside 1, not_to_pool 2, no_connection 5, "
+	    "not_from_inside 3, other 0\n"
+	    "{\"ok\":true,\"connections\":{\"live\":2,\"created\":2,"
 	    "\"expired\":0,\"replaced\":0,\"nat_exhausted\":0},"
-	    "\"packets\":{\"out\":3,\"in\":2,\"dropped\":10},\"dropped_by\":"
-	    "{\"not_inside\":1,\"not_to_pool\":2,\"no_connection\":3,"
-	    "\"not_from_inside\":4,\"other\":0}}\n");
+	    "\"packets\":{\"out\":3,\"in\":2,\"dropped\":11},\"dropped_by\":"
+	    "{\"not_inside\":1,\"not_to_pool\":2,\"no_connection\":5,"
+	    "\"not_from_inside\":3,\"other\":0}}\n");
 	gw_close(&g);
 }
 
