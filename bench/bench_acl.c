@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "dpflow/dpflow.h"
-#include "flow/table_acl.h"
+#include "dpflow/table_acl.h"
 
 #include "bench.h"
 #include "bench_acl_gen.h"

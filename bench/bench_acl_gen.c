@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "flow/table.h"
+#include "dpflow/table_acl.h" /* DPFLOW_TABLE_MISS */
 #include "parse/parse_impl.h" /* the parser's tunnel ports */
 
 #include "bench_acl_gen.h"

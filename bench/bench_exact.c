@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "dpflow/dpflow.h"
-#include "flow/table_exact.h"
+#include "dpflow/table_exact.h"
 
 #include "bench.h"
 #include "bench_common.h"

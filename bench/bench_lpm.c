@@ -25,7 +25,7 @@
 #include <sys/mman.h>
 
 #include "dpflow/dpflow.h"
-#include "flow/table_lpm.h"
+#include "flow/table_lpm.h" /* the inline lookups, as the engine runs them */
 
 #include "bench.h"
 #include "bench_common.h"

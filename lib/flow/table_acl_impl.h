@@ -65,6 +65,7 @@
 #include <stdint.h>
 
 #include "dpflow/common.h"
+#include "dpflow/table_acl.h" /* DPFLOW_ACL_FIELDS_MAX, _TREES_MAX */
 #include "flow/table.h"
 
 /*
@@ -87,10 +88,6 @@
 #define DPFLOW_ACL_MAGIC   0x4c434144u /* "DACL" */
 #define DPFLOW_ACL_VERSION 1u
 
-/* Fields per key (a 5-tuple uses 5, an IPv6 5-tuple 11). */
-#define DPFLOW_ACL_FIELDS_MAX 32
-/* Decision trees per image. */
-#define DPFLOW_ACL_TREES_MAX 8
 /* Children per node, and thresholds (one fewer). */
 #define DPFLOW_ACL_FANOUT 8
 #define DPFLOW_ACL_THRESH (DPFLOW_ACL_FANOUT - 1)

@@ -53,9 +53,7 @@
 
 #define DPFLOW_EXACT_MAGIC   0x58455044u /* "DPEX" in memory */
 #define DPFLOW_EXACT_VERSION 1
-#define DPFLOW_EXACT_SLOTS   8	/* slots per bucket */
-#define DPFLOW_EXACT_KEY_MIN 4	/* key lengths: multiples of 4 ... */
-#define DPFLOW_EXACT_KEY_MAX 64 /* ... from 4 to 64 bytes */
+#define DPFLOW_EXACT_SLOTS   8 /* slots per bucket */
 /* Keys hashed and prefetched together in one pass of the bulk lookup. */
 #define DPFLOW_EXACT_CHUNK 64
 

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "dpflow/common.h"
+#include "dpflow/table_lpm.h" /* DPFLOW_LPM6_KEY_DEFAULT, _KEY_MAX */
 #include "flow/table.h"
 
 #define DPFLOW_LPM4_MAGIC  0x344d504cu /* "LPM4" */
@@ -58,9 +59,6 @@
 #define DPFLOW_LPM6_GRP_SIZE 256u
 /* entry info: EXT (v is a group index) or the depth, prefix length + 1 */
 #define DPFLOW_LPM6_EXT 0x80000000u
-/* Trie key lengths: 16 bytes (an IPv6 address, the default) up to 24. */
-#define DPFLOW_LPM6_KEY_DEFAULT 16u
-#define DPFLOW_LPM6_KEY_MAX	24u
 
 /* Lookups of a bulk call handled together (stage by stage). */
 #define DPFLOW_LPM_BULK_GROUP 64u /* at most 64: a group's bit mask */
