@@ -260,7 +260,7 @@ int bench_gpu_l4lb(int argc, char **argv)
 	};
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	struct gl_opts o = {
-	    .p = {1u << 20, 64, L4LB_MAGLEV_DEFAULT, 1, 64},
+	    .p = {1u << 20, 64, L4LB_MAGLEV_DEFAULT, 1, 64, 0},
 	    .resident = 16u << 20,
 	    .runs = 20,
 	    .warmup = 3,
