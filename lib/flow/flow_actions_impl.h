@@ -50,17 +50,23 @@ DPF_HD static inline bool flow_act_is_reg(unsigned f)
 	return f >= DPFLOW_FIELD_META_REG0 && f <= DPFLOW_FIELD_META_REG3;
 }
 
+/* Whether a 16-byte action address @v is IPv4, mapped as ::ffff:a.b.c.d
+ * (no table in static memory: device code). */
+DPF_HD static inline bool flow_act_addr_is_v4(const uint8_t *v)
+{
+	uint8_t zero = 0;
+
+	for (unsigned i = 0; i < 10; i++)
+		zero |= v[i];
+	return !zero && v[10] == 0xff && v[11] == 0xff;
+}
+
 /* NAT of an address given as 16 bytes (IPv4 mapped or IPv6). */
 DPF_HD static inline unsigned flow_act_set_addr(struct dpflow_pkt_meta *m,
 						uint8_t *buf, unsigned dir,
 						const uint8_t *v)
 {
-	uint8_t zero = 0;
-
-	/* ::ffff:a.b.c.d (no table in static memory: device code) */
-	for (unsigned i = 0; i < 10; i++)
-		zero |= v[i];
-	if (!zero && v[10] == 0xff && v[11] == 0xff)
+	if (flow_act_addr_is_v4(v))
 		return dpflow_edit_set_ipv4_impl(m, buf, dir, v + 12);
 	return dpflow_edit_set_ipv6_impl(m, buf, dir, v);
 }

@@ -403,8 +403,8 @@ static void run_ct_pipe(struct dpflow_ctx *ctx, struct scratch *s,
 			    ct, &s->ct_pkts[i], s->now_ns, &s->ct_res[i],
 			    p->ct_values ? &s->ct_vals[i] : NULL);
 			if (p->ct_values)
-				walk_ct_resolve(ct, &s->ct_res[i],
-						&s->ct_vals[i]);
+				dpflow_ct_reply_targets_impl(ct, &s->ct_res[i],
+							     &s->ct_vals[i]);
 		}
 	} else if (p->ct_values) {
 		const struct dpflow_ct_value *init[DPFLOW_BURST_MAX];

@@ -327,7 +327,7 @@ DPF_HD static inline bool walk_ct_dnat(const struct dpflow_plan_pipe *t,
 	for (unsigned i = 0; i < tm->n && i < DPFLOW_ACTIONS_MAX; i++) {
 		const struct dpflow_action *a = &tm->a[i];
 		const uint8_t *val = a->per_entry ? e->values[i] : a->value;
-		uint8_t mapped = 0;
+		bool mapped;
 
 		if (a->kind == DPFLOW_ACT_NAT_DST_PORT) {
 			init->nat_dport = (uint16_t)(val[0] << 8 | val[1]);
@@ -335,10 +335,7 @@ DPF_HD static inline bool walk_ct_dnat(const struct dpflow_plan_pipe *t,
 		}
 		if (a->kind != DPFLOW_ACT_NAT_DST_IP)
 			continue;
-		/* action values hold IPv4 as ::ffff:a.b.c.d */
-		for (unsigned b = 0; b < 10; b++)
-			mapped |= val[b];
-		mapped = !mapped && val[10] == 0xff && val[11] == 0xff;
+		mapped = flow_act_addr_is_v4(val);
 		if (mapped != (family == 4))
 			return false;
 		memset(init->nat_dst, 0, 16);
@@ -412,21 +409,10 @@ walk_ct_rewrite(struct dpflow_pkt_meta *m, uint8_t *buf, unsigned end,
 }
 
 /*
- * Right after the tracker said @r with the connection's value @v: a
- * reply's translation (dpflow_ct_reply_targets_impl()).
- */
-DPF_HD static inline void walk_ct_resolve(struct dpflow_ct_image *ct,
-					  const struct dpflow_ct_result *r,
-					  struct dpflow_ct_value *v)
-{
-	dpflow_ct_reply_targets_impl(ct, r, v);
-}
-
-/*
  * CT pipe @p, a tracked packet of connection @r whose value block is @v
- * (walk_ct_resolve() done): its saved registers back into the metadata,
- * and the connection's NAT applied. A packet from the initiator takes the
- * translated source (and destination); a reply the other way: its
+ * (dpflow_ct_reply_targets_impl() done): its saved registers back into the
+ * metadata, and the connection's NAT applied. A packet from the initiator takes
+ * the translated source (and destination); a reply the other way: its
  * destination becomes the initiator's source, its source the initiator's
  * destination. Returns 0 or a drop reason.
  */

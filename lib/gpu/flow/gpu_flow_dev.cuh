@@ -345,7 +345,7 @@ ct_track_any(const struct gpu_pipe *pp, const struct dpflow_ct_pkt *cp,
 	else
 		dpflow_ct_track_impl(pp->ct, cp, now_ns, user, init, cr, val);
 	if (val)
-		walk_ct_resolve(pp->ct, cr, val);
+		dpflow_ct_reply_targets_impl(pp->ct, cr, val);
 }
 
 /*

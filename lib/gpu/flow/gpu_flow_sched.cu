@@ -395,7 +395,8 @@ __device__ static void sched_ct_serial(struct sched_shared *s,
 			    c->tcp_flags, now_ns, c->user,
 			    s->u.ct.has_init[r2] ? &init[r2] : NULL,
 			    &s->u.ct.r[r2], &val[r2]);
-			walk_ct_resolve(pp->ct, &s->u.ct.r[r2], &val[r2]);
+			dpflow_ct_reply_targets_impl(pp->ct, &s->u.ct.r[r2],
+						     &val[r2]);
 		}
 	__syncthreads();
 }
